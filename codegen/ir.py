@@ -1,0 +1,115 @@
+"""The neutral kernel IR: parameters, one statement per materialised value, named outputs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A kernel input; ``index`` is its position in the argument list it is read from."""
+
+    name: str
+    index: int
+    shape: Shape
+    dtype: str
+    group: str = "v"
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """``target = expr`` where the free symbols of ``expr`` are earlier targets or params."""
+
+    target: str
+    expr: sp.Expr
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """``target = kind(arg, axes, keepdims)``; kind is "sum" or "mean"."""
+
+    target: str
+    kind: str
+    arg: str
+    axes: tuple[int, ...]
+    keepdims: bool
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Reshape:
+    target: str
+    arg: str
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    target: str
+    arg: str
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Transpose:
+    target: str
+    arg: str
+    axes: tuple[int, ...]
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A function of the lists named ``groups``: reads ``params`` from them, runs ``body`` in order,
+    returns ``outputs`` (names)."""
+
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    outputs: tuple[str, ...]
+    doc: str = ""
+    groups: tuple[str, ...] = ("v",)
+
+
+@dataclass(frozen=True)
+class Index:
+    """``target = arg[index]``; ``index`` entries: ("i", k) | ("s", start, stop, step) | ("n",) | ("e",)
+    | ("a", values, shape) for an integer array."""
+
+    target: str
+    arg: str
+    index: tuple
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class IndexAdd:
+    """``target = zeros(shape); target[index] += arg`` (repeated integer indices accumulate)."""
+
+    target: str
+    arg: str
+    index: tuple
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+Stmt = Elementwise | Reduce | Reshape | Broadcast | Transpose | Index | IndexAdd

@@ -1,0 +1,18 @@
+"""symgrad: torch-compatible tensors on a SymPy expression DAG, symbolic gradients, generated kernels."""
+from __future__ import annotations
+
+from . import autograd, ops  # noqa: F401
+from . import indexing as _indexing  # noqa: F401  (registers index ops)
+from ._format import get_printoptions, printoptions, set_printoptions
+from .dtypes import (DType, bool, double, float, float16, float32, float64, get_default_dtype, half, int,  # noqa: A004
+                     int8, int16, int32, int64, long, set_default_dtype, short, uint8)
+from .errors import CodegenError, SymgradError, TracingError
+from .formula import Formula, formula, grad_formula
+from .functional import *  # noqa: F403
+from .functional import abs, pow, sum  # noqa: A004
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .tensor import Size, Tensor
+
+dtype = DType
+
+__version__ = "0.1.0"

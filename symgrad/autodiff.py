@@ -1,0 +1,95 @@
+"""Reverse accumulation on the DAG: one adjoint per node, summed over users; None is the symbolic zero."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import sympy as sp
+
+from .graph import Node, toposort
+from .ops import A, OUT, apply
+from .ops.reduce import sum_to_node
+
+
+def fused(inputs: Sequence[Node], expr: sp.Expr, dtype, shape_hint: tuple | None = None) -> Node:
+    """An elementwise node computing ``expr`` (over ``a0..``) of ``inputs``, tidied.
+
+    Scalar-literal inputs are folded into the expression, unused and repeated inputs dropped.
+    """
+    subs: dict = {}
+    kept: list[Node] = []
+    index: dict[int, int] = {}
+    for i, node in enumerate(inputs):
+        if A[i] not in expr.free_symbols:
+            continue
+        if node.op.name == "scalar":
+            subs[A[i]] = sp.sympify(node.attr("value"))
+        elif node.id in index:
+            subs[A[i]] = A[index[node.id]]
+        else:
+            index[node.id] = len(kept)
+            subs[A[i]] = A[len(kept)]
+            kept.append(node)
+    expr = expr.xreplace(subs)
+    return apply("fused", *kept, expr=expr, dtype=dtype)
+
+
+def _elementwise_vjp(node: Node, g: Node) -> tuple[tuple[Node | None, ...], bool]:
+    n = len(node.inputs)
+    parts = node.op.local_partials(n, node.attrs)
+    shift = {A[k]: A[k + 1] for k in range(n)}
+    shift[OUT] = A[n + 1]
+    ins = (g, *node.inputs, node)
+    out: list[Node | None] = []
+    saves = False
+    for i, (x, p) in enumerate(zip(node.inputs, parts)):
+        if p == 0 or not x.requires_grad or (node.op.diff_args is not None and i not in node.op.diff_args):
+            out.append(None)
+            continue
+        if p == 1:
+            c = g
+        else:
+            c = fused(ins, A[0] * p.xreplace(shift), node.dtype)
+            saves = saves or any(inp is not g and inp.op.name != "scalar" for inp in c.inputs)
+        out.append(sum_to_node(c, x.shape))
+    return tuple(out), saves
+
+
+def _add(a: Node, b: Node) -> Node:
+    return fused((a, b), A[0] + A[1], a.dtype)
+
+
+def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[Node]
+                   ) -> tuple[list[Node | None], set[int]]:
+    """Adjoint nodes of ``wrt`` for cotangents ``seeds`` on ``roots``.
+
+    Returns the adjoints (None where structurally zero) and the ids of forward nodes whose rule
+    read saved values (torch frees those after a backward without ``retain_graph``).
+    """
+    order = toposort(roots, stop=lambda n: not n.requires_grad)
+    adj: dict[int, list[Node]] = {}
+    for r, s in zip(roots, seeds):
+        adj.setdefault(r.id, []).append(s)
+    total: dict[int, Node] = {}
+    saving: set[int] = set()
+    wrt_ids = {w.id for w in wrt}
+    for node in reversed(order):
+        parts = adj.pop(node.id, None)
+        if not parts or not node.requires_grad:
+            continue
+        g = parts[0]
+        for p in parts[1:]:
+            g = _add(g, p)
+        if node.id in wrt_ids:
+            total[node.id] = g
+        if node.op.family == "source":
+            continue
+        if node.op.family == "elementwise":
+            contribs, saves = _elementwise_vjp(node, g)
+        else:
+            contribs, saves = node.op.vjp(node, g), False
+        if saves:
+            saving.add(node.id)
+        for x, c in zip(node.inputs, contribs):
+            if c is not None and x.requires_grad:
+                adj.setdefault(x.id, []).append(c)
+    return [total.get(w.id) for w in wrt], saving

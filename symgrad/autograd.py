@@ -1,0 +1,388 @@
+"""The eager backward engine: graph structure → cached generated gradient program → ``.grad``.
+
+``backward()`` finds the recorded DAG behind its outputs, keys it by structure (ops, attrs,
+wiring, shapes, dtypes), derives the gradient symbolically the first time a structure is seen
+(``autodiff.backward_graph``), lowers it to a kernel (``lower``) and runs the generated code on
+the recorded values. The next backward over the same structure only builds the key.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .autodiff import backward_graph
+from .graph import Node, toposort
+from .grad_mode import is_grad_enabled
+from .ops import source as _src
+
+log = logging.getLogger("symgrad")
+
+__all__ = ["backward", "grad", "GradFn", "AccumulateGrad"]
+
+
+# ====================================================================== grad_fn objects
+
+class GradFn:
+    """The function that produced a tensor, under torch's class name (``MulBackward0``...)."""
+
+    __slots__ = ("_node", "metadata", "__weakref__")
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self.metadata: dict = {}
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((_next_fn(i), 0) for i in self._node.inputs)
+
+    @property
+    def requires_grad(self) -> bool:
+        return True
+
+    def register_hook(self, fn: Callable) -> Any:
+        raise RuntimeError("hooks on grad_fn objects are not supported by symgrad; use Tensor.register_hook")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+
+class AccumulateGrad(GradFn):
+    """What stands behind a leaf that requires grad: adds into its ``.grad``."""
+
+    __slots__ = ()
+
+    @property
+    def next_functions(self) -> tuple:
+        return ()
+
+    @property
+    def variable(self) -> Any:
+        return _LEAF_TENSORS.get(self._node.id)
+
+
+_CLASSES: dict[str, type] = {}
+_LEAF_TENSORS: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+
+
+def _grad_fn_class(name: str) -> type:
+    cls = _CLASSES.get(name)
+    if cls is None:
+        cls = _CLASSES[name] = type(name, (GradFn,), {"__slots__": (), "__module__": "builtins"})
+    return cls
+
+
+def grad_fn_of(node: Node) -> GradFn:
+    if node.fn is None:
+        node.fn = _grad_fn_class(node.op.grad_fn_name(dict(node.attrs)))(node)
+    return node.fn
+
+
+def _next_fn(node: Node) -> GradFn | None:
+    if not node.requires_grad:
+        return None
+    if node.op is _src.leaf:
+        if node.fn is None:
+            node.fn = AccumulateGrad(node)
+        return node.fn
+    return grad_fn_of(node)
+
+
+# ====================================================================== retained grads and hooks
+
+_RETAINED: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_HOOKS: dict[int, list] = {}
+
+
+def retain(t: Any) -> None:
+    _RETAINED[t._node.id] = t
+
+
+class _HookHandle:
+    def __init__(self, key: int, fn: Callable) -> None:
+        self.key, self.fn = key, fn
+
+    def remove(self) -> None:
+        hooks = _HOOKS.get(self.key, [])
+        if self.fn in hooks:
+            hooks.remove(self.fn)
+
+
+def register_hook(t: Any, fn: Callable) -> _HookHandle:
+    """Call ``fn(grad)`` when the gradient of ``t`` is computed; a non-None return replaces it."""
+    if t._node is None:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    _HOOKS.setdefault(t._node.id, []).append(fn)
+    if t.is_leaf:
+        _LEAF_TENSORS[t._node.id] = t
+    return _HookHandle(t._node.id, fn)
+
+
+# ====================================================================== programs
+
+@dataclass
+class Program:
+    """A generated gradient function for one graph structure."""
+
+    fn: Callable
+    reads: list[int]          # forward values (topo positions) the code reads
+    saving: list[int]         # topo positions of nodes whose rule read saved values
+    zero: list[bool]          # per wrt: structurally zero gradient
+    source: str
+    path: Any
+
+
+_PROGRAMS: dict[Any, Program] = {}
+STATS = {"derived": 0, "hits": 0}
+
+
+def structure_key(order: Sequence[Node], wrt_pos: Sequence[int], seeds: Sequence[np.ndarray]) -> tuple:
+    pos = {n.id: i for i, n in enumerate(order)}
+    return (tuple((n.op.name, n.attrs, tuple(pos[i.id] for i in n.inputs), n.shape, n.dtype.name,
+                   n.requires_grad) for n in order),
+            tuple(wrt_pos), tuple((s.shape, s.dtype.str) for s in seeds))
+
+
+def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[Node],
+                  seed_specs: Sequence[tuple[tuple, Any]]) -> Program:
+    """Derive, lower and load the gradient code for one structure."""
+    from codegen import emit_numpy, load_kernel
+
+    from .lower import lower
+    from .simplify import simplify_graph
+    t0 = time.perf_counter()
+    seeds = [Node(_src.const, (), (), shape, dt, name=f"seed{i}") for i, (shape, dt) in enumerate(seed_specs)]
+    grads, saving = backward_graph(roots, seeds, wrt)
+    t1 = time.perf_counter()
+    outs = [g if g is not None else seeds[0] for g in grads]
+    outs = simplify_graph(outs)
+    params = [(n, "v", i) for i, n in enumerate(order)] + [(s, "s", i) for i, s in enumerate(seeds)]
+    kernel, reads = lower("backward", params, outs, doc="gradient of the recorded graph",
+                          groups=("v", "s"))
+    source = emit_numpy(kernel)
+    fn, path = load_kernel(source, "backward", prefix="eager")
+    t2 = time.perf_counter()
+    STATS["derived"] += 1
+    pos = {n.id: i for i, n in enumerate(order)}
+    log.debug("derived a backward program for %d nodes: differentiate %.1f ms, lower+emit %.1f ms (%s)",
+              len(order), 1e3 * (t1 - t0), 1e3 * (t2 - t1), path)
+    return Program(fn, reads, sorted(pos[i] for i in saving if i in pos), [g is None for g in grads], source, path)
+
+
+_FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
+    "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
+    "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
+    "saved tensors after calling it.")
+
+
+def _type_str(n: Node) -> str:
+    from .tensor import _torch_type_name
+    return f"torch.{_torch_type_name(n.dtype)}Tensor [{', '.join(map(str, n.shape))}]"
+
+
+def _check_saved(order: Sequence[Node], prog: Program) -> None:
+    for i in prog.saving:
+        if order[i].freed:
+            raise RuntimeError(_FREED_MSG)
+    for i in prog.reads:
+        n = order[i]
+        if n.storage is not None and n.storage.v != n.version and n.op is not _src.leaf:
+            fn = "" if n.op.family == "source" else f", which is output 0 of {grad_fn_of(n).name()}"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{_type_str(n)}]{fn}, is at version {n.storage.v}; expected version {n.version} instead. Hint: "
+                "enable anomaly detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True).")
+        if n.op is _src.leaf and n.storage is not None and n.storage.v != n.version:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{_type_str(n)}] is at version {n.storage.v}; expected version {n.version} instead. Hint: enable "
+                "anomaly detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True).")
+
+
+def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node], retain_graph: bool
+              ) -> tuple[list[np.ndarray | None], Sequence[Node], Program]:
+    """Gradients of ``roots`` (weighted by ``seeds``) with respect to ``wrt`` as numpy arrays."""
+    order = toposort(roots, stop=lambda n: not n.requires_grad)
+    pos = {n.id: i for i, n in enumerate(order)}
+    wrt_pos = [pos.get(w.id, -1) for w in wrt]
+    key = structure_key(order, wrt_pos, seeds)
+    prog = _PROGRAMS.get(key)
+    if prog is None:
+        prog = _PROGRAMS[key] = build_program(order, roots, wrt, [(s.shape, dtypes.from_numpy_dtype(s.dtype))
+                                                                   for s in seeds])
+    else:
+        STATS["hits"] += 1
+    for n in order:
+        if n.op is _src.leaf:
+            n.version = n.storage.v if n.storage is not None else 0
+    _check_saved(order, prog)
+    values = [n.value for n in order]
+    with np.errstate(all="ignore"):
+        outs = prog.fn(values, list(seeds))
+    result: list[np.ndarray | None] = []
+    for w, z, o in zip(wrt, prog.zero, outs):
+        if z:
+            result.append(None)
+            continue
+        o = np.asarray(o, dtype=w.dtype.np)
+        if o.shape != w.shape:
+            o = np.broadcast_to(o, w.shape)
+        if not o.flags.writeable or not o.flags.owndata or any(o is v for v in values) or any(o is s for s in seeds):
+            o = o.copy()
+        result.append(o)
+    if not retain_graph:
+        for i in prog.saving:
+            order[i].freed = True
+    return result, order, prog
+
+
+# ====================================================================== public entry points
+
+def _as_seed(root: Any, g: Any, i: int) -> np.ndarray:
+    from .tensor import Tensor
+    if g is None:
+        if root._data.size != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        return np.ones(root._data.shape, dtype=root._data.dtype)
+    arr = g._data if isinstance(g, Tensor) else np.asarray(g, dtype=root._data.dtype)
+    if arr.shape != root._data.shape:
+        if arr.size == root._data.size == 1 or (root._data.shape == () and arr.size == 1):
+            arr = arr.reshape(root._data.shape)
+        else:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of torch.Size({list(arr.shape)}) and output[{i}] "
+                f"has a shape of torch.Size({list(root._data.shape)}).")
+    if arr.dtype != root._data.dtype:
+        arr = arr.astype(root._data.dtype)
+    return arr
+
+
+def _roots_and_seeds(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None) -> tuple[list[Node], list]:
+    roots, seeds = [], []
+    for i, t in enumerate(tensors):
+        if t._node is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        roots.append(t._node)
+        seeds.append(_as_seed(t, None if grad_tensors is None else grad_tensors[i], i))
+    return roots, seeds
+
+
+def _graph_leaves(roots: Sequence[Node]) -> list[Node]:
+    order = toposort(roots, stop=lambda n: not n.requires_grad)
+    return [n for n in order if n.requires_grad and (n.op is _src.leaf or n.id in _RETAINED)]
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+             inputs: Sequence[Any] | None = None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on."""
+    from .tensor import Tensor
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grad_tensors is not None and not isinstance(grad_tensors, (list, tuple)):
+        grad_tensors = [grad_tensors]
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots, seeds = _roots_and_seeds(tensors, grad_tensors)
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        wrt = [t._node for t in inputs]
+        if any(w is None for w in wrt):
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    else:
+        wrt = _graph_leaves(roots)
+    if create_graph:
+        from .higher import backward_create_graph
+        grads = backward_create_graph(roots, seeds, wrt)
+        for w, g in zip(wrt, grads):
+            if g is not None:
+                _deliver(w, g, None)
+        return
+    grads, order, prog = run_graph(roots, seeds, wrt, retain_graph)
+    for w, g in zip(wrt, grads):
+        if g is not None:
+            _deliver(w, Tensor(g), (roots, seeds, w))
+
+
+def _owner(node: Node) -> Any:
+    if node.op is _src.leaf:
+        return _LEAF_TENSORS.get(node.id)
+    return _RETAINED.get(node.id)
+
+
+def _deliver(node: Node, g: Any, term: Any) -> None:
+    for hook in _HOOKS.get(node.id, []):
+        r = hook(g)
+        if r is not None:
+            g = r
+    t = _owner(node)
+    if t is None:
+        return
+    if t._grad is None:
+        t._grad = g
+        g._grad_terms = [] if term is None or g.requires_grad else [term]
+    elif g.requires_grad or t._grad.requires_grad:
+        t._grad = t._grad + g
+    else:
+        t._grad._data += g._data
+        t._grad._version.v += 1
+        if t._grad._grad_terms is not None and term is not None:
+            t._grad._grad_terms.append(term)
+
+
+def register_leaf(t: Any) -> None:
+    """Remember the tensor behind a leaf node so backward can reach its ``.grad``."""
+    _LEAF_TENSORS[t._node.id] = t
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
+
+    >>> import symgrad as sg
+    >>> x = sg.tensor(2.0, requires_grad=True)
+    >>> sg.autograd.grad(x ** 3, x)
+    (tensor(12.),)
+    """
+    from .tensor import Tensor
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is not None and not isinstance(grad_outputs, (list, tuple)):
+        grad_outputs = [grad_outputs]
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots, seeds = _roots_and_seeds(outputs, grad_outputs)
+    for t in inputs:
+        if t._node is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    wrt = [t._node for t in inputs]
+    if create_graph:
+        from .higher import backward_create_graph
+        gs = backward_create_graph(roots, seeds, wrt)
+    else:
+        arrs, _, _ = run_graph(roots, seeds, wrt, retain_graph)
+        gs = [None if a is None else Tensor(a) for a in arrs]
+    out = []
+    for t, g in zip(inputs, gs):
+        if g is None:
+            if materialize_grads:
+                g = Tensor(np.zeros_like(t._data))
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+        out.append(g)
+    return tuple(out)
+
+
+def is_grad_mode() -> bool:
+    return is_grad_enabled()

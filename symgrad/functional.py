@@ -1,0 +1,304 @@
+"""Tensor creation and the ``sg.`` function forms of tensor ops."""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .dtypes import DType
+from .ops import REGISTRY
+from .tensor import Tensor, _apply, _shape_args, _to_array, clamp, pow, tensor_like  # noqa: F401
+
+_rng = np.random.default_rng()
+
+
+def _dt(dtype: Any) -> DType | None:
+    return None if dtype is None else dtypes.from_any(dtype)
+
+
+def _finish(arr: np.ndarray, requires_grad: bool, name: str | None = None) -> Tensor:
+    t = Tensor(arr)
+    if name is not None:
+        t.name = name
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           name: str | None = None) -> Tensor:
+    """A new leaf tensor holding a copy of ``data``; ``name`` is its symbol in formulas.
+
+    >>> import symgrad as sg
+    >>> sg.tensor([1.0, 2.0], requires_grad=True)
+    tensor([1., 2.], requires_grad=True)
+    """
+    arr = _to_array(data, _dt(dtype))
+    if isinstance(data, (np.ndarray, Tensor)) and dtype is None:
+        arr = arr.copy()
+    return _finish(arr, requires_grad, name)
+
+
+def as_tensor(data: Any, dtype: Any = None) -> Tensor:
+    if isinstance(data, Tensor) and (dtype is None or data.dtype is _dt(dtype)):
+        return data
+    if isinstance(data, np.ndarray) and dtype is None:
+        return Tensor(data)
+    return Tensor(_to_array(data, _dt(dtype)))
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``arr``."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    dtypes.from_numpy_dtype(arr.dtype)
+    return Tensor(arr)
+
+
+def is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def _fill(size: Sequence[Any], value: Any, dtype: Any, requires_grad: bool, name: str | None = None) -> Tensor:
+    shape = _shape_args(size)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    d = _dt(dtype) or (dtypes.get_default_dtype() if isinstance(value, builtins.float) or value is None
+                       else dtypes.result_type(value))
+    arr = np.full(shape, 0 if value is None else value, dtype=d.np)
+    return _finish(arr, requires_grad, name)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, name: str | None = None, **_: Any) -> Tensor:
+    """A tensor of ones; ``dtype`` defaults to the default float dtype."""
+    return _fill(size, 1.0 if dtype is None else 1, dtype, requires_grad, name)
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, name: str | None = None, **_: Any) -> Tensor:
+    """A tensor of zeros."""
+    return _fill(size, 0.0 if dtype is None else 0, dtype, requires_grad, name)
+
+
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _fill(size, 0.0 if dtype is None else 0, dtype, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
+         **_: Any) -> Tensor:
+    return _fill((size,) if isinstance(size, int) else (tuple(size),), fill_value, dtype, requires_grad)
+
+
+def _like(t: Tensor, value: Any, dtype: Any, requires_grad: bool) -> Tensor:
+    return _fill((t.shape,), value, dtype or t.dtype, requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _like(t, 1, dtype, requires_grad)
+
+
+def zeros_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _like(t, 0, dtype, requires_grad)
+
+
+def empty_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _like(t, 0, dtype, requires_grad)
+
+
+def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _like(t, fill_value, dtype, requires_grad)
+
+
+def manual_seed(seed: int) -> Any:
+    """Seed the generator behind ``rand``/``randn`` (its numbers are not torch's)."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+    return _rng
+
+
+def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    d = _dt(dtype) or dtypes.get_default_dtype()
+    return _finish(_rng.random(_shape_args(size)).astype(d.np), requires_grad)
+
+
+def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    d = _dt(dtype) or dtypes.get_default_dtype()
+    return _finish(_rng.standard_normal(_shape_args(size)).astype(d.np), requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: Any = None, **_: Any) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    d = _dt(dtype) or dtypes.int64
+    return Tensor(_rng.integers(low, high, size=tuple(size)).astype(d.np))
+
+
+def rand_like(t: Tensor, **kw: Any) -> Tensor:
+    return rand(t.shape, dtype=kw.get("dtype") or t.dtype, requires_grad=kw.get("requires_grad", False))
+
+
+def randn_like(t: Tensor, **kw: Any) -> Tensor:
+    return randn(t.shape, dtype=kw.get("dtype") or t.dtype, requires_grad=kw.get("requires_grad", False))
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False,
+           **_: Any) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    is_float = any(isinstance(v, builtins.float) for v in (start, end, step))
+    d = _dt(dtype) or (dtypes.get_default_dtype() if is_float else dtypes.int64)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    n = builtins.max(0, int(np.ceil((end - start) / step)))
+    arr = (start + step * np.arange(n, dtype=np.float64)).astype(d.np) if is_float else np.arange(
+        start, end, step).astype(d.np)
+    return _finish(arr, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False,
+             **_: Any) -> Tensor:
+    d = _dt(dtype) or dtypes.get_default_dtype()
+    return _finish(np.linspace(start, end, steps).astype(d.np), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    d = _dt(dtype) or dtypes.get_default_dtype()
+    return _finish(np.eye(n, m, dtype=d.np), requires_grad)
+
+
+# ---------------------------------------------------------------------- function forms of tensor ops
+
+def _t(x: Any) -> Tensor:
+    return x if isinstance(x, Tensor) else Tensor(_to_array(x, None))
+
+
+def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    return _t(a).add(b, alpha=alpha) if isinstance(a, Tensor) or not isinstance(b, Tensor) else b.__radd__(a)
+
+
+def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    return _t(a).sub(b, alpha=alpha)
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    return _t(a).mul(b) if isinstance(a, Tensor) or not isinstance(b, Tensor) else b.__rmul__(a)
+
+
+def div(a: Any, b: Any) -> Tensor:
+    return _t(a).div(b)
+
+
+true_divide = divide = div
+subtract = sub
+multiply = mul
+
+
+def neg(a: Tensor) -> Tensor:
+    return -a
+
+
+negative = neg
+
+
+def _unary(name: str):
+    def f(a: Any) -> Tensor:
+        return _apply(REGISTRY[name], _t(a))
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``{name}`` (see ``sg.ops.REGISTRY['{name}']`` for its SymPy form and derivative)."
+    return f
+
+
+exp = _unary("exp")
+log = _unary("log")
+log1p = _unary("log1p")
+sqrt = _unary("sqrt")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+abs = _unary("abs")  # noqa: A001
+reciprocal = _unary("reciprocal")
+absolute = abs
+clip = clamp
+
+
+def sum(a: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+    return _t(a).sum(dim, keepdim, dtype=dtype)
+
+
+def mean(a: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    return _t(a).mean(dim, keepdim, dtype=dtype)
+
+
+def reshape(a: Tensor, shape: Sequence[int]) -> Tensor:
+    return a.reshape(shape)
+
+
+def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    return a.flatten(start_dim, end_dim)
+
+
+def squeeze(a: Tensor, dim: Any = None) -> Tensor:
+    return a.squeeze(dim)
+
+
+def unsqueeze(a: Tensor, dim: int) -> Tensor:
+    return a.unsqueeze(dim)
+
+
+def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
+    return a.transpose(dim0, dim1)
+
+
+def permute(a: Tensor, dims: Sequence[int]) -> Tensor:
+    return a.permute(*dims)
+
+
+def t(a: Tensor) -> Tensor:
+    return a.t()
+
+
+def clone(a: Tensor) -> Tensor:
+    return a.clone()
+
+
+def detach(a: Tensor) -> Tensor:
+    return a.detach()
+
+
+def broadcast_to(a: Tensor, shape: Sequence[int]) -> Tensor:
+    return a.expand(*shape)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    from .ops import broadcast_shapes as b
+    from .tensor import Size
+    return Size(b(*(tuple(s) for s in shapes)))
+
+
+def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return _t(a).allclose(b, rtol, atol, equal_nan)
+
+
+def equal(a: Tensor, b: Tensor) -> bool:
+    return _t(a).equal(b)
+
+
+def stop_gradient(a: Tensor) -> Tensor:
+    """A constant copy of ``a`` for differentiation (``detach`` under the JAX name)."""
+    return a.detach()
+
+
+def result_type(a: Any, b: Any) -> DType:
+    return dtypes.result_type(a, b)
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    return dtypes.promote_types(a, b)

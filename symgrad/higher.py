@@ -1,0 +1,46 @@
+"""``create_graph=True``: the derivative DAG evaluated eagerly as recorded tensor ops, so it can be
+differentiated again."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from . import dtypes
+from .autodiff import backward_graph
+from .graph import Node, toposort
+from .ops import source as _src
+
+
+def backward_create_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node]) -> list:
+    from .tensor import Tensor, _apply
+    seed_nodes = [Node(_src.const, (), (), s.shape, dtypes.from_numpy_dtype(s.dtype), value=s) for s in seeds]
+    grads, _ = backward_graph(roots, seed_nodes, wrt)
+    forward = {n.id for n in toposort(roots, stop=lambda n: not n.requires_grad)}
+    known = {s.id: Tensor(s.value) for s in seed_nodes}
+    todo = [g for g in grads if g is not None]
+
+    def stop(n: Node) -> bool:
+        return n.id in forward or n.id in known
+
+    for n in toposort(todo, stop=stop):
+        if n.id in known:
+            continue
+        if n.id in forward:
+            known[n.id] = Tensor(n.value, _node=n if n.requires_grad else None)
+            continue
+        if n.op is _src.scalar:
+            known[n.id] = n.attr("value")
+            continue
+        args = [known[i.id] for i in n.inputs]
+        known[n.id] = _apply(n.op, *args, **dict(n.attrs))
+    out = []
+    for w, g in zip(wrt, grads):
+        if g is None:
+            out.append(None)
+            continue
+        t = known[g.id]
+        if t.dtype is not w.dtype:
+            t = t.to(w.dtype)
+        out.append(t)
+    return out

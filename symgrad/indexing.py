@@ -1,0 +1,142 @@
+"""Indexing: ints, slices (with steps, negative), None, ``...`` and integer arrays; adjoint scatters back."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from codegen import ir
+from codegen.emit import index_source
+
+from .graph import Node
+from .ops.base import OpDef, apply, register
+
+
+def normalize_index(index: Any, shape: tuple[int, ...]) -> tuple:
+    """A hashable spec of a numpy/torch index over ``shape`` (see ``codegen.ir.Index``)."""
+    from .tensor import Tensor
+    if not isinstance(index, tuple):
+        index = (index,)
+    out = []
+    consumed = sum(1 for e in index if e is not None and e is not Ellipsis and not _is_bool(e))
+    dim = 0
+    for e in index:
+        if isinstance(e, Tensor):
+            e = e._data
+        if e is None:
+            out.append(("n",))
+        elif e is Ellipsis:
+            out.append(("e",))
+            dim += len(shape) - consumed
+        elif isinstance(e, slice):
+            if dim >= len(shape):
+                raise IndexError("too many indices for tensor of dimension %d" % len(shape))
+            start, stop, step = e.start, e.stop, e.step
+            if step is not None and int(step) <= 0:
+                raise ValueError("step must be greater than zero")
+            out.append(("s", *(None if v is None else int(v) for v in (start, stop, step))))
+            dim += 1
+        elif isinstance(e, (int, np.integer)) or (isinstance(e, np.ndarray) and e.ndim == 0 and e.dtype.kind in "iu"):
+            if dim >= len(shape):
+                raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+            k = int(e)
+            if not -shape[dim] <= k < shape[dim]:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {shape[dim]}")
+            out.append(("i", k % shape[dim]))
+            dim += 1
+        else:
+            arr = np.asarray(e)
+            if arr.dtype.kind == "b":
+                raise IndexError("boolean mask indexing is not differentiable here; use sg.where")
+            if arr.dtype.kind not in "iu":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            n = shape[dim]
+            if arr.size and (arr.max() >= n or arr.min() < -n):
+                bad = int(arr.max() if arr.max() >= n else arr.min())
+                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+            arr = arr % n if n else arr
+            out.append(("a", tuple(int(v) for v in arr.ravel()), arr.shape))
+            dim += 1
+    return tuple(out)
+
+
+def _is_bool(e: Any) -> bool:
+    return isinstance(e, (bool, np.bool_))
+
+
+def to_numpy_index(spec: tuple) -> tuple:
+    res = []
+    for e in spec:
+        if e[0] == "i":
+            res.append(e[1])
+        elif e[0] == "s":
+            res.append(slice(*e[1:]))
+        elif e[0] == "n":
+            res.append(None)
+        elif e[0] == "e":
+            res.append(Ellipsis)
+        else:
+            res.append(np.array(e[1], dtype=np.int64).reshape(e[2]))
+    return tuple(res)
+
+
+def _grad_fn(at: dict) -> str:
+    spec = at["index"]
+    if any(e[0] == "a" for e in spec):
+        return "IndexBackward0"
+    for e in reversed(spec):
+        if e[0] == "i":
+            return "SelectBackward0"
+        if e[0] == "n":
+            return "UnsqueezeBackward0"
+        if e[0] == "s" and e[1:] != (None, None, None):
+            return "SliceBackward0"
+    return "AliasBackward0" if not spec else "SliceBackward0"
+
+
+def _index_infer(op: OpDef, a: Node, index: tuple) -> Any:
+    shape = np.empty(a.shape, dtype=np.bool_)[to_numpy_index(index)].shape
+    return shape, a.dtype
+
+
+def _index_vjp(node: Node, g: Node) -> tuple:
+    return (apply("index_add", g, index=node.attr("index"), shape=node.inputs[0].shape),)
+
+
+def _index_lower(node: Node, target: str, args: list[str]) -> list:
+    return [ir.Index(target, args[0], node.attr("index"), node.shape, node.dtype.np.name)]
+
+
+def _index_add_eval(g: np.ndarray, index: tuple, shape: tuple) -> np.ndarray:
+    out = np.zeros(shape, dtype=g.dtype)
+    np.add.at(out, to_numpy_index(index), g)
+    return out
+
+
+def _index_add_infer(op: OpDef, g: Node, index: tuple, shape: tuple) -> Any:
+    return tuple(shape), g.dtype
+
+
+def _index_add_vjp(node: Node, g: Node) -> tuple:
+    return (apply("index", g, index=node.attr("index")),)
+
+
+def _index_add_lower(node: Node, target: str, args: list[str]) -> list:
+    return [ir.IndexAdd(target, args[0], node.attr("index"), node.shape, node.dtype.np.name)]
+
+
+index_op = register(OpDef("index", "shape", _grad_fn, lambda a, index: a[to_numpy_index(index)], _index_infer,
+                          vjp=_index_vjp, lower=_index_lower, view=True, doc="a[index] (basic and integer-array)"))
+index_add = register(OpDef("index_add", "shape", "IndexPutBackward0", _index_add_eval, _index_add_infer,
+                           vjp=_index_add_vjp, lower=_index_add_lower,
+                           doc="zeros(shape) with g added at index: the adjoint of indexing"))
+
+
+def getitem(t: Any, index: Any) -> Any:
+    from .tensor import _apply
+    spec = normalize_index(index, t._data.shape)
+    return _apply(index_op, t, index=spec)
+
+
+def describe(spec: tuple) -> str:
+    return f"[{index_source(spec).rstrip(',')}]"

@@ -1,0 +1,150 @@
+"""The op registry: ``OpDef`` and the helpers every op family uses to define itself in one place."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import sympy as sp
+
+from .. import dtypes
+from ..errors import broadcast_error
+from ..graph import Node
+
+#: Positional scalar symbols of elementwise forms: ``a0, a1, ...``; ``OUT`` stands for the result.
+A = tuple(sp.Symbol(f"a{i}", real=True) for i in range(8))
+OUT = sp.Symbol("out", real=True)
+
+Shape = tuple[int, ...]
+
+
+@dataclass(eq=False)
+class OpDef:
+    """Everything symgrad knows about one op.
+
+    family     "source", "elementwise", "reduce", "shape" (codegen and printing dispatch on it)
+    grad_fn    torch's ``grad_fn`` class name, or a function of the attrs returning it
+    eval       numpy implementation: ``eval(*arrays, **attrs) -> ndarray``
+    form       elementwise only: ``form(*symbols, **attrs) -> sympy.Expr`` (the scalar meaning)
+    partials   elementwise, optional: explicit local partials (may use ``OUT``); else ``sympy.diff``
+    vjp        non-elementwise: ``vjp(node, g) -> tuple[Node | None, ...]`` in graph ops
+    lower      non-elementwise: ``lower(node, target, args) -> list[codegen.ir stmt]``
+    infer      ``infer(*input_nodes, **attrs) -> (shape, dtype)``
+    diff_args  indices of inputs that can carry a gradient (None: all)
+    view       the result shares storage with input 0 (reshape, squeeze, transpose, ...)
+    keeps_int  elementwise: integer inputs give an integer result (add, mul, abs, ...)
+    """
+
+    name: str
+    family: str
+    grad_fn: str | Callable[[dict], str] | None
+    eval: Callable[..., Any]
+    infer: Callable[..., tuple[Shape, dtypes.DType]]
+    form: Callable[..., sp.Expr] | None = None
+    partials: Callable[..., Sequence[sp.Expr]] | None = None
+    vjp: Callable[..., tuple[Node | None, ...]] | None = None
+    lower: Callable[..., list] | None = None
+    diff_args: tuple[int, ...] | None = None
+    view: bool = False
+    keeps_int: bool = False
+    doc: str = ""
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def grad_fn_name(self, attrs: dict) -> str:
+        g = self.grad_fn
+        return g(attrs) if callable(g) else (g or f"{self.name.capitalize()}Backward0")
+
+    def scalar_form(self, n: int, attrs: tuple) -> sp.Expr:
+        """The form over ``a0..a{n-1}``, cached per attrs (elementwise ops only)."""
+        key = ("form", n, attrs)
+        if key not in self._cache:
+            self._cache[key] = sp.sympify(self.form(*A[:n], **dict(attrs)))
+        return self._cache[key]
+
+    def local_partials(self, n: int, attrs: tuple) -> tuple[sp.Expr, ...]:
+        """d(form)/d(a_i) for each input: explicit rules where given, else ``sympy.diff``."""
+        key = ("partials", n, attrs)
+        if key not in self._cache:
+            if self.partials is not None:
+                ps = tuple(sp.sympify(p) for p in self.partials(*A[:n], **dict(attrs)))
+            else:
+                f = self.scalar_form(n, attrs)
+                ps = tuple(sp.diff(f, A[i]) for i in range(n))
+                if not f.is_Symbol and not f.is_Number:
+                    ps = tuple(p.subs(f, OUT) for p in ps)
+            self._cache[key] = ps
+        return self._cache[key]
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name!r} is already registered")
+    REGISTRY[op.name] = op
+    return op
+
+
+def get(name: str) -> OpDef:
+    return REGISTRY[name]
+
+
+# --------------------------------------------------------------------------- shapes
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """numpy/torch broadcasting, with torch's error text."""
+    out: Shape = ()
+    for s in shapes:
+        if s == out:
+            continue
+        n = max(len(out), len(s))
+        a = (1,) * (n - len(out)) + out
+        b = (1,) * (n - len(s)) + tuple(s)
+        res = []
+        for x, y in zip(a, b):
+            if x == y or y == 1:
+                res.append(x)
+            elif x == 1:
+                res.append(y)
+            else:
+                raise broadcast_error(out, tuple(s))
+        out = tuple(res)
+    return out
+
+
+def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...]:
+    """``dim`` (None, int or sequence, negatives allowed) as sorted non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    lo, hi = (-max(ndim, 1), max(ndim, 1) - 1)
+    out = []
+    for d in dims:
+        if not lo <= d <= hi:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {d})")
+        d = int(d) % max(ndim, 1)
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return tuple(sorted(out)) if ndim else ()
+
+
+# --------------------------------------------------------------------------- node construction
+
+def apply(op: OpDef | str, *inputs: Node, dtype: dtypes.DType | None = None, **attrs: Any) -> Node:
+    """A new symbolic node of ``op`` over ``inputs`` (shape and dtype inferred, no value)."""
+    if isinstance(op, str):
+        op = REGISTRY[op]
+    key = tuple(sorted(attrs.items()))
+    shape, inferred = op.infer(op, *inputs, **attrs)
+    return Node(op, tuple(inputs), key, shape, dtype or inferred)
+
+
+def elementwise_infer(op: OpDef, *inputs: Node, **attrs: Any) -> tuple[Shape, dtypes.DType]:
+    shape = broadcast_shapes(*(i.shape for i in inputs))
+    dtype = dtypes.result_type(*inputs) if inputs else dtypes.get_default_dtype()
+    return shape, (dtype if op.keeps_int else dtypes.float_result(dtype))

@@ -1,0 +1,150 @@
+"""Elementwise ops: each is its scalar SymPy form, its numpy evaluation and torch's grad_fn name."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from sympy.codegen.cfunctions import log1p as _log1p
+
+from .base import A, OUT, OpDef, elementwise_infer, register
+
+_err = np.errstate(all="ignore")
+
+
+def _ew(name: str, grad_fn: Any, eval_: Any, form: Any, partials: Any = None, keeps_int: bool = False,
+        diff_args: tuple[int, ...] | None = None, doc: str = "") -> OpDef:
+    return register(OpDef(name, "elementwise", grad_fn, eval_, elementwise_infer, form=form,
+                          partials=partials, keeps_int=keeps_int, diff_args=diff_args, doc=doc))
+
+
+def _quiet(f: Any) -> Any:
+    def run(*args: Any, **kw: Any) -> Any:
+        with _err:
+            return f(*args, **kw)
+    return run
+
+
+def _pow_eval(a: np.ndarray, exponent: float) -> np.ndarray:
+    if isinstance(exponent, int) and exponent < 0 and a.dtype.kind in "iub":
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return np.power(a, exponent)
+
+
+def _add_form(a: sp.Expr, b: sp.Expr, alpha: float = 1) -> sp.Expr:
+    return a + alpha * b
+
+
+def _sub_form(a: sp.Expr, b: sp.Expr, alpha: float = 1) -> sp.Expr:
+    return a - alpha * b
+
+
+def _relu_form(a: sp.Expr) -> sp.Expr:
+    return sp.Piecewise((a, a > 0), (0, True))
+
+
+def _clamp_form(a: sp.Expr, min: float | None = None, max: float | None = None) -> sp.Expr:  # noqa: A002
+    if min is not None:
+        a = sp.Max(a, min)
+    if max is not None:
+        a = sp.Min(a, max)
+    return a
+
+
+def _clamp_partials(a: sp.Expr, min: float | None = None, max: float | None = None) -> list:  # noqa: A002
+    # torch passes the gradient where min <= x <= max, bounds included
+    cond = sp.true
+    if min is not None:
+        cond = cond & (a >= min)
+    if max is not None:
+        cond = cond & (a <= max)
+    return [sp.Piecewise((1, cond), (0, True))]
+
+
+def _clamp_eval(a: np.ndarray, min: float | None = None, max: float | None = None) -> np.ndarray:  # noqa: A002
+    if min is not None:
+        a = np.maximum(a, np.asarray(min, a.dtype))
+    if max is not None:
+        a = np.minimum(a, np.asarray(max, a.dtype))
+    return a
+
+
+def _pow_tt_partials(a: sp.Expr, b: sp.Expr) -> list:
+    # torch masks 0 * inf where the exponent is 0 and log(0) where the base is 0 and exponent >= 0
+    return [sp.Piecewise((0, sp.Eq(b, 0)), (b * a ** (b - 1), True)),
+            sp.Piecewise((0, sp.Eq(a, 0) & (b >= 0)), (OUT * sp.log(a), True))]
+
+
+def _rpow_partials(a: sp.Expr, base: float) -> list:
+    if base == 0:
+        return [sp.Piecewise((0, a >= 0), (OUT * sp.log(sp.S(base)), True))]
+    return [OUT * sp.log(sp.S(base))]
+
+
+def _sigmoid_eval(a: np.ndarray) -> np.ndarray:
+    with _err:
+        return 1 / (1 + np.exp(-a))
+
+
+add = _ew("add", "AddBackward0", lambda a, b, alpha=1: np.add(a, b if alpha == 1 else alpha * b), _add_form,
+          keeps_int=True)
+sub = _ew("sub", "SubBackward0", lambda a, b, alpha=1: np.subtract(a, b if alpha == 1 else alpha * b), _sub_form,
+          keeps_int=True)
+rsub = _ew("rsub", "RsubBackward1", lambda a, other: np.subtract(np.asarray(other, a.dtype), a),
+           lambda a, other: other - a, keeps_int=True)
+mul = _ew("mul", "MulBackward0", np.multiply, lambda a, b: a * b, keeps_int=True)
+div = _ew("div", "DivBackward0", _quiet(np.true_divide), lambda a, b: a / b)
+reciprocal = _ew("reciprocal", "ReciprocalBackward0", _quiet(np.reciprocal), lambda a: 1 / a,
+                 partials=lambda a: [-OUT**2])
+neg = _ew("neg", "NegBackward0", np.negative, lambda a: -a, keeps_int=True)
+pow_ = _ew("pow", "PowBackward0", _quiet(_pow_eval), lambda a, exponent: a**exponent, keeps_int=True)
+pow_tensor = _ew("pow_tensor", "PowBackward1", _quiet(np.power), lambda a, b: a**b, partials=_pow_tt_partials,
+                 keeps_int=True)
+rpow = _ew("rpow", "PowBackward2", _quiet(lambda a, base: np.power(np.asarray(base, a.dtype), a)),
+           lambda a, base: sp.S(base) ** a, partials=_rpow_partials)
+exp = _ew("exp", "ExpBackward0", _quiet(np.exp), sp.exp)
+log = _ew("log", "LogBackward0", _quiet(np.log), sp.log)
+log1p = _ew("log1p", "Log1PBackward0", _quiet(np.log1p), _log1p)
+sqrt = _ew("sqrt", "SqrtBackward0", _quiet(np.sqrt), sp.sqrt, partials=lambda a: [1 / (2 * OUT)])
+sin = _ew("sin", "SinBackward0", np.sin, sp.sin)
+cos = _ew("cos", "CosBackward0", np.cos, sp.cos)
+tan = _ew("tan", "TanBackward0", np.tan, sp.tan, partials=lambda a: [1 + OUT**2])
+tanh = _ew("tanh", "TanhBackward0", np.tanh, sp.tanh, partials=lambda a: [1 - OUT**2])
+sigmoid = _ew("sigmoid", "SigmoidBackward0", _sigmoid_eval, lambda a: 1 / (1 + sp.exp(-a)),
+              partials=lambda a: [OUT * (1 - OUT)])
+relu = _ew("relu", "ReluBackward0", lambda a: np.maximum(a, np.zeros((), a.dtype)), _relu_form,
+           partials=lambda a: [sp.Piecewise((1, a > 0), (0, True))], keeps_int=True)
+abs_ = _ew("abs", "AbsBackward0", np.abs, sp.Abs, partials=lambda a: [sp.sign(a)], keeps_int=True)
+clamp = _ew("clamp", lambda at: "ClampBackward1", _clamp_eval, _clamp_form, partials=_clamp_partials,
+            keeps_int=True)
+
+
+def _fused_eval(*arrays: np.ndarray, expr: sp.Expr) -> np.ndarray:
+    f = _fused_eval.cache.get(expr)
+    if f is None:
+        syms = [a for a in A if a in expr.free_symbols or True][: len(arrays)]
+        f = _fused_eval.cache[expr] = sp.lambdify(syms, expr, "numpy")
+    with _err:
+        return np.asarray(f(*arrays))
+
+
+_fused_eval.cache = {}
+
+
+def _fused_grad_fn(attrs: dict) -> str:
+    head = type(attrs["expr"]).__name__
+    return {"Mul": "MulBackward0", "Add": "AddBackward0", "Pow": "PowBackward0"}.get(head, f"{head}Backward0")
+
+
+#: A fused elementwise expression over ``a0..an`` (derivatives are made of these).
+fused = _ew("fused", _fused_grad_fn, _fused_eval, lambda *a, expr: expr)
+
+
+def _to_infer(op: OpDef, a: Any, dtype: Any) -> Any:
+    from .. import dtypes
+    return a.shape, dtypes.from_any(dtype)
+
+
+clone = _ew("clone", "CloneBackward0", np.copy, lambda a: a, keeps_int=True)
+to = register(OpDef("to", "elementwise", "ToCopyBackward0", lambda a, dtype: a.astype(np.dtype(dtype)),
+                    _to_infer, form=lambda a, dtype: a, doc="dtype conversion; the gradient converts back"))

@@ -1,0 +1,861 @@
+"""The torch-like ``Tensor``: a numpy buffer plus, when it requires grad, a node of the DAG."""
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .dtypes import DType
+from .grad_mode import is_grad_enabled
+from .graph import Node
+from .ops import REGISTRY, OpDef, broadcast_shapes, normalize_dims
+from .ops import source as _src
+
+_LEAF, _CONST, _SCALAR = _src.leaf, _src.const, _src.scalar
+
+
+class _Version:
+    """A storage's version counter, shared by views and ``detach()`` (not by ``.data``)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self) -> None:
+        self.v = 0
+
+
+class Size(tuple):
+    """``torch.Size``: a tuple that prints as ``torch.Size([2, 2])``."""
+
+    def __repr__(self) -> str:
+        return f"torch.Size({list(self)})"
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)) and not isinstance(
+        x, np.ndarray)
+
+
+def _py(x: Any) -> Any:
+    """numpy scalars to Python numbers (they are weakly typed, like torch's wrapped numbers)."""
+    return x.item() if isinstance(x, (np.number, np.bool_)) else x
+
+
+class Tensor:
+    """A multi-dimensional array that records the operations applied to it.
+
+    >>> import symgrad as sg
+    >>> x = sg.ones(2, 2, requires_grad=True)
+    >>> out = (3 * (x + 2) ** 2).mean()
+    >>> out.backward()
+    >>> x.grad
+    tensor([[4.5000, 4.5000],
+            [4.5000, 4.5000]])
+    """
+
+    __slots__ = ("_data", "_node", "_grad", "_version", "_retains_grad", "_name", "_grad_terms", "__weakref__")
+    __hash__ = object.__hash__
+    __array_priority__ = 1000
+
+    def __init__(self, data: Any = None, *, _node: Node | None = None, _version: _Version | None = None) -> None:
+        if not isinstance(data, np.ndarray):
+            data = _to_array(data, None)
+        self._data = data
+        self._node = _node
+        self._grad: Tensor | None = None
+        self._version = _version if _version is not None else _Version()
+        self._retains_grad = False
+        self._name: str | None = None
+        self._grad_terms: list | None = []
+
+    # ------------------------------------------------------------------ basic attributes
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[normalize_dims(dim, self.ndim)[0]] if self.ndim else 1
+
+    @property
+    def dtype(self) -> DType:
+        return dtypes.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def name(self) -> str | None:
+        """The name this tensor's leaf symbol prints with in formulas (``name=`` at creation)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        self._name = value
+        if self._node is not None and self._node.op is _LEAF:
+            self._node.name = value
+
+    # ------------------------------------------------------------------ autograd attributes
+    @property
+    def requires_grad(self) -> bool:
+        return self._node is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Start (or stop) recording operations on this leaf tensor, in place."""
+        if not self.is_leaf:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if requires_grad and self._node is None:
+            self._node = Node(_LEAF, (), (), self._data.shape, self.dtype, value=self._data,
+                              requires_grad=True, name=self._name)
+            self._node.storage = self._version
+            from .autograd import register_leaf
+            register_leaf(self)
+        elif not requires_grad:
+            self._node = None
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None or self._node.op is _LEAF
+
+    @property
+    def grad_fn(self) -> Any:
+        if self._node is None or self._node.op is _LEAF:
+            return None
+        from .autograd import grad_fn_of
+        return grad_fn_of(self._node)
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad is None and not self.is_leaf and not self._retains_grad:
+            import warnings
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf "
+                "Tensor by mistake, make sure you access the leaf Tensor instead.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+            if value.dtype is not self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+        self._grad = value
+
+    def retain_grad(self) -> None:
+        """Populate ``.grad`` for this non-leaf tensor during backward."""
+        if self._node is None:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if not self.is_leaf:
+            self._retains_grad = True
+            from .autograd import retain
+            retain(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def data(self) -> Tensor:
+        """The same storage, outside the graph; edits to it are not recorded."""
+        return Tensor(self._data)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        arr = value._data if isinstance(value, Tensor) else np.asarray(value)
+        self._data = arr
+        if self._node is not None and self._node.op is _LEAF:
+            self._node.value = arr
+            self._node.shape = arr.shape
+
+    def detach(self) -> Tensor:
+        """A new tensor on the same storage that does not require grad."""
+        t = Tensor(self._data, _version=self._version)
+        return t
+
+    def detach_(self) -> Tensor:
+        self._node = None
+        return self
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Sequence[Tensor] | None = None) -> None:
+        """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (weighted by ``gradient``)."""
+        from .autograd import backward
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook: Any) -> Any:
+        from .autograd import register_hook
+        return register_hook(self, hook)
+
+    # ------------------------------------------------------------------ conversion
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def __float__(self) -> float:
+        return builtins.float(self.item())
+
+    def __int__(self) -> int:
+        return builtins.int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return builtins.int(self.item())
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return self.item().__format__(spec)
+        return repr(self)
+
+    def __repr__(self) -> str:
+        from ._format import tensor_repr
+        gf = self.grad_fn
+        return tensor_repr(self._data, dtype_name=self.dtype.name,
+                           is_default_dtype=self.dtype is dtypes.get_default_dtype(),
+                           requires_grad=self.requires_grad and gf is None,
+                           grad_fn_name=None if gf is None else gf.name())
+
+    __str__ = __repr__
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        dtype = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, (DType, type, str)) and a not in ("cpu",):
+                dtype = a
+        if dtype is None:
+            return self
+        return _cast(self, dtypes.from_any(dtype))
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
+                    "int32": "torch.IntTensor", "bool": "torch.BoolTensor"}.get(self.dtype.name, "torch.Tensor")
+        return self.to(dtype)
+
+    def float(self) -> Tensor:
+        return _cast(self, dtypes.float32)
+
+    def double(self) -> Tensor:
+        return _cast(self, dtypes.float64)
+
+    def half(self) -> Tensor:
+        return _cast(self, dtypes.float16)
+
+    def long(self) -> Tensor:
+        return _cast(self, dtypes.int64)
+
+    def int(self) -> Tensor:
+        return _cast(self, dtypes.int32)
+
+    def bool(self) -> Tensor:
+        return _cast(self, dtypes.bool)
+
+    def cpu(self) -> Tensor:
+        return self
+
+    def contiguous(self) -> Tensor:
+        return self
+
+    def clone(self) -> Tensor:
+        return _apply(REGISTRY["clone"], self)
+
+    # ------------------------------------------------------------------ arithmetic
+    def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return _binary("add", self, other, alpha=alpha)
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return _binary("sub", self, other, alpha=alpha)
+
+    def mul(self, other: Any) -> Tensor:
+        return _binary("mul", self, other)
+
+    def div(self, other: Any) -> Tensor:
+        return _binary("div", self, other)
+
+    def true_divide(self, other: Any) -> Tensor:
+        return _binary("div", self, other)
+
+    def pow(self, exponent: Any) -> Tensor:
+        return pow(self, exponent)
+
+    __add__ = add
+    __sub__ = sub
+    __mul__ = mul
+    __truediv__ = div
+    __pow__ = pow
+    subtract = sub
+    multiply = mul
+    divide = div
+
+    def __radd__(self, other: Any) -> Tensor:
+        return _binary("add", other, self)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return _binary("mul", other, self)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        if _is_number(other):
+            return _apply(REGISTRY["rsub"], self, other=_py(other))
+        return _binary("sub", other, self)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        if _is_number(other):
+            return _binary("mul", _apply(REGISTRY["reciprocal"], self), other)
+        return _binary("div", other, self)
+
+    def __rpow__(self, other: Any) -> Tensor:
+        if _is_number(other):
+            return _apply(REGISTRY["rpow"], self, base=_py(other))
+        return pow(tensor_like(other, self), self)
+
+    def __neg__(self) -> Tensor:
+        return _apply(REGISTRY["neg"], self)
+
+    neg = negative = __neg__
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return _apply(REGISTRY["abs"], self)
+
+    abs = absolute = __abs__
+
+    def reciprocal(self) -> Tensor:
+        return _apply(REGISTRY["reciprocal"], self)
+
+    def exp(self) -> Tensor:
+        return _apply(REGISTRY["exp"], self)
+
+    def log(self) -> Tensor:
+        return _apply(REGISTRY["log"], self)
+
+    def log1p(self) -> Tensor:
+        return _apply(REGISTRY["log1p"], self)
+
+    def sqrt(self) -> Tensor:
+        return _apply(REGISTRY["sqrt"], self)
+
+    def sin(self) -> Tensor:
+        return _apply(REGISTRY["sin"], self)
+
+    def cos(self) -> Tensor:
+        return _apply(REGISTRY["cos"], self)
+
+    def tan(self) -> Tensor:
+        return _apply(REGISTRY["tan"], self)
+
+    def tanh(self) -> Tensor:
+        return _apply(REGISTRY["tanh"], self)
+
+    def sigmoid(self) -> Tensor:
+        return _apply(REGISTRY["sigmoid"], self)
+
+    def relu(self) -> Tensor:
+        return _apply(REGISTRY["relu"], self)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return clamp(self, min, max)
+
+    clip = clamp
+
+    def clamp_min(self, min: Any) -> Tensor:  # noqa: A002
+        return clamp(self, min, None)
+
+    def clamp_max(self, max: Any) -> Tensor:  # noqa: A002
+        return clamp(self, None, max)
+
+    # ------------------------------------------------------------------ comparisons (no grad)
+    def _compare(self, other: Any, fn: Any) -> Tensor:
+        o = other._data if isinstance(other, Tensor) else other
+        broadcast_shapes(self._data.shape, np.shape(o))
+        return Tensor(np.asarray(fn(self._data, o)))
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.not_equal)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._compare(other, np.less)
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._compare(other, np.greater_equal)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def equal(self, other: Tensor) -> bool:
+        return self.shape == other.shape and builtins.bool(np.array_equal(self._data, other._data))
+
+    def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+        return builtins.bool(np.allclose(self._data, _arr(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def all(self) -> Tensor:
+        return Tensor(np.asarray(np.all(self._data)))
+
+    def any(self) -> Tensor:
+        return Tensor(np.asarray(np.any(self._data)))
+
+    # ------------------------------------------------------------------ reductions
+    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        t = self if dtype is None else _cast(self, dtypes.from_any(dtype))
+        return _apply(REGISTRY["sum"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=dim is None)
+
+    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        t = self if dtype is None else _cast(self, dtypes.from_any(dtype))
+        if not t.is_floating_point():
+            raise RuntimeError(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                f"dtype. Got: {_torch_type_name(t.dtype)}")
+        return _apply(REGISTRY["mean"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=dim is None)
+
+    # ------------------------------------------------------------------ shape ops
+    def view(self, *shape: Any) -> Tensor:
+        if len(shape) == 1 and isinstance(shape[0], DType):
+            raise NotImplementedError("view(dtype) is not supported")
+        new = _infer_shape(_shape_args(shape), self.numel())
+        try:
+            np.reshape(self._data, new, copy=False)
+        except ValueError:
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                "across two contiguous subspaces). Use .reshape(...) instead.") from None
+        return _reshape(self, new, "ViewBackward0")
+
+    def reshape(self, *shape: Any) -> Tensor:
+        return _reshape(self, _infer_shape(_shape_args(shape), self.numel()), "ViewBackward0")
+
+    def view_as(self, other: Tensor) -> Tensor:
+        return self.view(other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return self.reshape(other.shape)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        if self.ndim == 0:
+            return _reshape(self, (1,), "ViewBackward0")
+        s, e = normalize_dims(start_dim, self.ndim)[0], normalize_dims(end_dim, self.ndim)[0]
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        if s == e:
+            return self
+        sh = self.shape
+        return _reshape(self, sh[:s] + (math.prod(sh[s:e + 1]),) + sh[e + 1:], "ViewBackward0")
+
+    def squeeze(self, dim: Any = None) -> Tensor:
+        sh = self.shape
+        if dim is None:
+            fn, dims = "SqueezeBackward0", tuple(i for i, s in enumerate(sh) if s == 1)
+        else:
+            fn = "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
+            dims = tuple(d for d in normalize_dims(dim, self.ndim) if self.ndim and sh[d] == 1)
+        return _reshape(self, tuple(s for i, s in enumerate(sh) if i not in dims), fn)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        d = normalize_dims(dim, self.ndim + 1)[0]
+        sh = list(self.shape)
+        sh.insert(d, 1)
+        return _reshape(self, tuple(sh), "UnsqueezeBackward0")
+
+    def permute(self, *dims: Any) -> Tensor:
+        dims = _shape_args(dims)
+        if len(dims) != self.ndim:
+            raise RuntimeError(
+                f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+                f"desired ordering of dimensions i.e. input.dim() = {self.ndim} is not equal to len(dims) = {len(dims)}")
+        nd = tuple(normalize_dims(d, self.ndim)[0] for d in dims)
+        if len(set(nd)) != len(nd):
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        return _apply(REGISTRY["permute"], self, dims=nd, fn="PermuteBackward0")
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        if self.ndim == 0:
+            return _apply(REGISTRY["permute"], self, dims=(), fn="TransposeBackward0")
+        d0, d1 = normalize_dims(dim0, self.ndim)[0], normalize_dims(dim1, self.ndim)[0]
+        dims = list(range(self.ndim))
+        dims[d0], dims[d1] = dims[d1], dims[d0]
+        return _apply(REGISTRY["permute"], self, dims=tuple(dims), fn="TransposeBackward0")
+
+    swapaxes = transpose
+
+    def t(self) -> Tensor:
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802
+        return _apply(REGISTRY["permute"], self, dims=tuple(reversed(range(self.ndim))), fn="PermuteBackward0")
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802
+        if self.ndim < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        return self.transpose(-2, -1)
+
+    def expand(self, *sizes: Any) -> Tensor:
+        sizes = _shape_args(sizes)
+        if len(sizes) < self.ndim:
+            raise RuntimeError(
+                f"expand(torch.FloatTensor{{{list(self.shape)}}}, size={list(sizes)}): the number of sizes provided "
+                f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({self.ndim})")
+        lead = len(sizes) - self.ndim
+        out = []
+        for i, s in enumerate(sizes):
+            cur = self.shape[i - lead] if i >= lead else 1
+            if s == -1:
+                if i < lead:
+                    raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                                       "non-existing dimension 0")
+                s = cur
+            if cur != 1 and cur != s:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at non-singleton "
+                    f"dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(self.shape)}")
+            out.append(s)
+        return _apply(REGISTRY["expand"], self, shape=tuple(out))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return self.expand(other.shape)
+
+    def broadcast_to(self, shape: Sequence[int]) -> Tensor:
+        return self.expand(*shape)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        from .indexing import getitem
+        return getitem(self, index)
+
+    # ------------------------------------------------------------------ in-place
+    def _inplace(self, name: str, other: Any = None, **attrs: Any) -> Tensor:
+        op = REGISTRY[name]
+        args = (self,) if other is None else (self, other)
+        if is_grad_enabled() and self.is_leaf and self.requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        res = _apply(op, *args, _out_dtype=self.dtype, **attrs)
+        if res._data.shape != self._data.shape:
+            raise RuntimeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(res.shape)}")
+        want = dtypes.result_type(*args)
+        if not op.keeps_int:
+            want = dtypes.float_result(want)
+        if want.category > self.dtype.category:
+            raise RuntimeError(f"result type {_scalar_type_name(want)} can't be cast to the desired output type "
+                               f"{_scalar_type_name(self.dtype)}")
+        self._data[...] = res._data
+        self._version.v += 1
+        self._grad_terms = None
+        if res._node is not None:
+            node = res._node
+            node.value = self._data
+            node.storage = self._version
+            node.version = self._version.v
+            self._node = node
+        return self
+
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._inplace("add", other, **({} if alpha == 1 else {"alpha": _py(alpha)}))
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._inplace("sub", other, **({} if alpha == 1 else {"alpha": _py(alpha)}))
+
+    def mul_(self, other: Any) -> Tensor:
+        return self._inplace("mul", other)
+
+    def div_(self, other: Any) -> Tensor:
+        return self._inplace("div", other)
+
+    def pow_(self, exponent: Any) -> Tensor:
+        if _is_number(exponent):
+            return self._inplace("pow", exponent=_py(exponent))
+        return self._inplace("pow_tensor", exponent)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return self._inplace("clamp", min=_py(min), max=_py(max))
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def zero_(self) -> Tensor:
+        """Fill with zeros in place (not recorded when the tensor does not require grad)."""
+        return self.fill_(0)
+
+    def fill_(self, value: Any) -> Tensor:
+        if is_grad_enabled() and self.is_leaf and self.requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        v = _py(value._data.item() if isinstance(value, Tensor) else value)
+        self._data[...] = v
+        self._version.v += 1
+        self._grad_terms = [] if v == 0 else None
+        if self._node is not None and is_grad_enabled():
+            self._node = None  # a filled tensor no longer depends on anything
+        return self
+
+    def copy_(self, src: Any) -> Tensor:
+        if is_grad_enabled() and self.is_leaf and self.requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        self._data[...] = _arr(src)
+        self._version.v += 1
+        self._grad_terms = None
+        return self
+
+
+# ====================================================================== eager op application
+
+def _arr(x: Any) -> np.ndarray:
+    return x._data if isinstance(x, Tensor) else np.asarray(x)
+
+
+def _to_array(data: Any, dtype: DType | None) -> np.ndarray:
+    if isinstance(data, Tensor):
+        arr = data._data
+    elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flatten(data)):
+        arr = np.array(_unwrap(data))
+    else:
+        arr = np.array(data)
+    if dtype is not None:
+        return np.array(arr, dtype=dtype.np)
+    if arr.dtype.kind == "f" and not isinstance(data, np.ndarray) and not _is_np_float(data):
+        return arr.astype(dtypes.get_default_dtype().np)
+    if arr.dtype.kind in "iu" and not isinstance(data, np.ndarray):
+        return arr.astype(np.int64)
+    if arr.dtype.kind in "U" or arr.dtype == object:
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if arr.dtype.kind == "f" and arr.dtype not in (np.float16, np.float32, np.float64):
+        return arr.astype(np.float64)
+    return arr
+
+
+def _is_np_float(x: Any) -> bool:
+    return isinstance(x, np.floating)
+
+
+def _flatten(x: Any) -> Iterator[Any]:
+    if isinstance(x, (list, tuple)):
+        for e in x:
+            yield from _flatten(e)
+    else:
+        yield x
+
+
+def _unwrap(x: Any) -> Any:
+    if isinstance(x, (list, tuple)):
+        return [_unwrap(e) for e in x]
+    return x._data.item() if isinstance(x, Tensor) else x
+
+
+def _const_node(t: Tensor) -> Node:
+    n = Node(_CONST, (), (), t._data.shape, t.dtype, value=t._data, name=t._name)
+    n.storage = t._version
+    n.version = t._version.v
+    return n
+
+
+def _input_node(x: Any) -> Node:
+    if isinstance(x, Tensor):
+        return x._node if x._node is not None else _const_node(x)
+    return Node(_SCALAR, (), (("value", _py(x)),), (), dtypes.result_type(_py(x)))
+
+
+def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: Any) -> Tensor:
+    """Run ``op`` eagerly on tensors / Python numbers and record a node when grad is needed."""
+    if op.family == "elementwise":
+        dt = dtypes.result_type(*inputs)
+        if not op.keeps_int:
+            dt = dtypes.float_result(dt)
+        if op.name == "to":
+            dt = dtypes.from_any(attrs["dtype"])
+        arrays = [x._data.astype(dt.np, copy=False) if isinstance(x, Tensor) and op.name != "to" else
+                  x._data if isinstance(x, Tensor) else np.asarray(_py(x), dtype=dt.np) for x in inputs]
+        if len(inputs) > 1:
+            broadcast_shapes(*(a.shape for a in arrays))
+    else:
+        arrays = [x._data if isinstance(x, Tensor) else np.asarray(_py(x)) for x in inputs]
+        dt = None
+    value = op.eval(*arrays, **attrs)
+    if not isinstance(value, np.ndarray):
+        value = np.asarray(value)
+    if dt is not None and value.dtype != dt.np:
+        value = value.astype(dt.np)
+    out_dt = dtypes.from_numpy_dtype(value.dtype)
+    diff = op.diff_args
+    needs = is_grad_enabled() and any(
+        isinstance(x, Tensor) and x._node is not None and (diff is None or i in diff) for i, x in enumerate(inputs))
+    version = inputs[0]._version if op.view and isinstance(inputs[0], Tensor) else None
+    out = Tensor(value, _version=version)
+    if needs:
+        if not out_dt.is_floating_point:
+            return out
+        node = Node(op, tuple(_input_node(x) for x in inputs), tuple(sorted(attrs.items())), value.shape, out_dt,
+                    value=value, requires_grad=True)
+        node.storage = out._version
+        node.version = out._version.v
+        out._node = node
+    return out
+
+
+def _binary(name: str, a: Any, b: Any, **attrs: Any) -> Tensor:
+    if not isinstance(a, Tensor) and not _is_number(a):
+        a = tensor_like(a, b)
+    if not isinstance(b, Tensor) and not _is_number(b):
+        b = tensor_like(b, a)
+    if attrs.get("alpha", 1) == 1:
+        attrs.pop("alpha", None)
+    else:
+        attrs["alpha"] = _py(attrs["alpha"])
+    return _apply(REGISTRY[name], a, b, **attrs)
+
+
+def tensor_like(x: Any, ref: Any) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return Tensor(x)
+    return Tensor(_to_array(x, None))
+
+
+def _cast(t: Tensor, dt: DType) -> Tensor:
+    if t.dtype is dt:
+        return t
+    return _apply(REGISTRY["to"], t, dtype=dt.name)
+
+
+def _reshape(t: Tensor, shape: tuple[int, ...], fn: str) -> Tensor:
+    return _apply(REGISTRY["reshape"], t, shape=tuple(builtins.int(s) for s in shape), fn=fn)
+
+
+def _shape_args(shape: Sequence[Any]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = shape[0]
+    return tuple(builtins.int(s) for s in shape)
+
+
+def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def _torch_type_name(d: DType) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[d.name]
+
+
+_scalar_type_name = _torch_type_name
+
+
+def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001
+    """``a ** exponent`` elementwise (tensor or number on either side)."""
+    if not isinstance(a, Tensor):
+        if isinstance(exponent, Tensor) and _is_number(a):
+            return exponent.__rpow__(a)
+        a = tensor_like(a, exponent)
+    if _is_number(exponent):
+        e = _py(exponent)
+        if isinstance(e, builtins.bool):
+            e = builtins.int(e)
+        return _apply(REGISTRY["pow"], a, exponent=e)
+    return _apply(REGISTRY["pow_tensor"], a, tensor_like(exponent, a))
+
+
+def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Clamp to ``[min, max]``; the gradient passes where ``min <= a <= max``."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        from . import functional as F
+        out = a
+        if min is not None:
+            out = F.maximum(out, min)
+        if max is not None:
+            out = F.minimum(out, max)
+        return out
+    return _apply(REGISTRY["clamp"], a, min=_py(min), max=_py(max))
