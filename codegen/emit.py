@@ -36,7 +36,13 @@ def emit_numpy(kernel: Kernel) -> str:
         lines.append(f"    # {comment(st.note)}" if st.note else "    #")
         if isinstance(st, Elementwise):
             for name, e in _cse(st, counter):
-                lines.append(f"    {name} = {p.doprint(e)}")
+                code = p.doprint(e)
+                if name == st.target:
+                    # the statement's value has its shape and dtype, whatever numpy's promotion makes of
+                    # the expression: constants fill the shape, casts (``to``) and 0-d inputs convert
+                    code = (f"numpy.full({st.shape!r}, {code}, dtype=numpy.{st.dtype})" if not e.free_symbols
+                            else f"numpy.asarray({code}, dtype=numpy.{st.dtype})")
+                lines.append(f"    {name} = {code}")
         elif isinstance(st, Reduce):
             fn = "numpy.sum" if st.kind == "sum" else "numpy.mean"
             lines.append(f"    {st.target} = {fn}({st.arg}, axis={st.axes!r}, keepdims={st.keepdims})")
@@ -51,7 +57,7 @@ def emit_numpy(kernel: Kernel) -> str:
         elif isinstance(st, IndexAdd):
             lines.append(f"    {st.target} = numpy.zeros({st.shape!r}, dtype=numpy.{st.dtype})")
             if any(e[0] == "a" for e in st.index):
-                lines.append(f"    numpy.add.at({st.target}, ({index_source(st.index)},), {st.arg})")
+                lines.append(f"    numpy.add.at({st.target}, ({index_source(st.index, as_tuple=True)}), {st.arg})")
             else:
                 lines.append(f"    {st.target}[{index_source(st.index)}] = {st.arg}")
         else:  # pragma: no cover - a new IR node without a printer is a bug here
@@ -61,12 +67,18 @@ def emit_numpy(kernel: Kernel) -> str:
     return HEADER + "\n".join(lines) + "\n"
 
 
-def index_source(index: tuple) -> str:
-    """Python source of an IR index tuple (always a tuple expression)."""
+def index_source(index: tuple, as_tuple: bool = False) -> str:
+    """Python source of an IR index tuple (always a tuple expression).
+
+    Inside ``a[...]`` slices print as ``1:3``; with ``as_tuple`` (an index passed as a value, e.g.
+    to ``numpy.add.at``) they print as ``slice(1, 3, None)``, which is valid outside brackets.
+    """
     parts = []
     for e in index:
         if e[0] == "i":
             parts.append(repr(int(e[1])))
+        elif e[0] == "s" and as_tuple:
+            parts.append(f"slice({', '.join('None' if v is None else repr(int(v)) for v in e[1:])})")
         elif e[0] == "s":
             parts.append(":".join("" if v is None else repr(int(v)) for v in e[1:]))
         elif e[0] == "n":

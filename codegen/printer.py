@@ -65,6 +65,20 @@ class KernelPrinter(NumPyPrinter):
     def _print_Min(self, expr: sp.Expr) -> str:
         return self._minmax(expr, "minimum")
 
+    def _logical(self, expr: sp.Expr, fn: str) -> str:
+        # SymPy's ``numpy.logical_and.reduce((a, b))`` stacks its operands and fails on broadcasting shapes
+        args = [self._print(a) for a in expr.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"numpy.{fn}({out}, {a})"
+        return out
+
+    def _print_And(self, expr: sp.Expr) -> str:
+        return self._logical(expr, "logical_and")
+
+    def _print_Or(self, expr: sp.Expr) -> str:
+        return self._logical(expr, "logical_or")
+
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         base, e = expr.args
         if e == -1:

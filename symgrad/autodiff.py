@@ -13,7 +13,9 @@ from .ops.reduce import sum_to_node
 def fused(inputs: Sequence[Node], expr: sp.Expr, dtype, shape_hint: tuple | None = None) -> Node:
     """An elementwise node computing ``expr`` (over ``a0..``) of ``inputs``, tidied.
 
-    Scalar-literal inputs are folded into the expression, unused and repeated inputs dropped.
+    Unused and repeated inputs are dropped. Scalar inputs stay inputs (eager programs are cached
+    by structure, so a Python number's value is a runtime parameter); lowering folds them into
+    literals where the program is specialised to them.
     """
     subs: dict = {}
     kept: list[Node] = []
@@ -21,9 +23,7 @@ def fused(inputs: Sequence[Node], expr: sp.Expr, dtype, shape_hint: tuple | None
     for i, node in enumerate(inputs):
         if A[i] not in expr.free_symbols:
             continue
-        if node.op.name == "scalar":
-            subs[A[i]] = sp.sympify(node.attr("value"))
-        elif node.id in index:
+        if node.id in index:
             subs[A[i]] = A[index[node.id]]
         else:
             index[node.id] = len(kept)

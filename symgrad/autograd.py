@@ -146,8 +146,8 @@ STATS = {"derived": 0, "hits": 0}
 
 def structure_key(order: Sequence[Node], wrt_pos: Sequence[int], seeds: Sequence[np.ndarray]) -> tuple:
     pos = {n.id: i for i, n in enumerate(order)}
-    return (tuple((n.op.name, n.attrs, tuple(pos[i.id] for i in n.inputs), n.shape, n.dtype.name,
-                   n.requires_grad) for n in order),
+    return (tuple((n.op.name, n.attrs if n.op is not _src.scalar else (), tuple(pos[i.id] for i in n.inputs),
+                   n.shape, n.dtype.name, n.requires_grad) for n in order),
             tuple(wrt_pos), tuple((s.shape, s.dtype.str) for s in seeds))
 
 
@@ -329,14 +329,19 @@ def _deliver(node: Node, g: Any, term: Any) -> None:
         return
     if t._grad is None:
         t._grad = g
-        g._grad_terms = [] if term is None or g.requires_grad else [term]
+        g._grad_terms.reset(term is not None and not g.requires_grad)
+        if term is not None:
+            g._grad_terms.items.append(term)
     elif g.requires_grad or t._grad.requires_grad:
         t._grad = t._grad + g
     else:
         t._grad._data += g._data
         t._grad._version.v += 1
-        if t._grad._grad_terms is not None and term is not None:
-            t._grad._grad_terms.append(term)
+        terms = t._grad._grad_terms
+        if terms.known and term is not None and len(terms.items) < 64:
+            terms.items.append(term)
+        else:
+            terms.reset(False)
 
 
 def register_leaf(t: Any) -> None:

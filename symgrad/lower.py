@@ -59,7 +59,8 @@ def lower(name: str, params: Sequence[tuple[Node, str, int]], outputs: Sequence[
         if n.op.family == "elementwise":
             form = n.op.scalar_form(len(n.inputs), n.attrs)
             e = form.xreplace({A[k]: sym(x) for k, x in enumerate(n.inputs)})
-            if uses.get(n.id, 0) == 1 and n.id not in out_ids and fusable_user.get(n.id):
+            casts = any(x.dtype != n.dtype for x in n.inputs if x.op.name != "scalar")
+            if uses.get(n.id, 0) == 1 and n.id not in out_ids and fusable_user.get(n.id) and not casts:
                 exprs[n.id] = e
                 continue
             body.append(ir.Elementwise(target, e, n.shape, n.dtype.np.name, _note(n)))

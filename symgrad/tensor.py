@@ -7,7 +7,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import _trace, dtypes
 from .dtypes import DType
 from .grad_mode import is_grad_enabled
 from .graph import Node
@@ -24,6 +24,20 @@ class _Version:
 
     def __init__(self) -> None:
         self.v = 0
+
+
+class _Terms:
+    """What ``.grad`` accumulated, for ``sg.grad_formula(x)``; shared by ``.data`` and ``detach()``."""
+
+    __slots__ = ("items", "known")
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self.known = True
+
+    def reset(self, known: bool) -> None:
+        self.items.clear()
+        self.known = known
 
 
 class Size(tuple):
@@ -71,7 +85,7 @@ class Tensor:
         self._version = _version if _version is not None else _Version()
         self._retains_grad = False
         self._name: str | None = None
-        self._grad_terms: list | None = []
+        self._grad_terms = _Terms()
 
     # ------------------------------------------------------------------ basic attributes
     @property
@@ -196,7 +210,9 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """The same storage, outside the graph; edits to it are not recorded."""
-        return Tensor(self._data)
+        t = Tensor(self._data)
+        t._grad_terms = self._grad_terms
+        return t
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -209,6 +225,7 @@ class Tensor:
     def detach(self) -> Tensor:
         """A new tensor on the same storage that does not require grad."""
         t = Tensor(self._data, _version=self._version)
+        t._grad_terms = self._grad_terms
         return t
 
     def detach_(self) -> Tensor:
@@ -354,10 +371,10 @@ class Tensor:
     divide = div
 
     def __radd__(self, other: Any) -> Tensor:
-        return _binary("add", other, self)
+        return _binary("add", self, other)  # torch records ``other + self`` as ``self.add(other)``
 
     def __rmul__(self, other: Any) -> Tensor:
-        return _binary("mul", other, self)
+        return _binary("mul", self, other)
 
     def __rsub__(self, other: Any) -> Tensor:
         if _is_number(other):
@@ -616,7 +633,7 @@ class Tensor:
                                f"{_scalar_type_name(self.dtype)}")
         self._data[...] = res._data
         self._version.v += 1
-        self._grad_terms = None
+        self._grad_terms.reset(False)
         if res._node is not None:
             node = res._node
             node.value = self._data
@@ -667,7 +684,7 @@ class Tensor:
         v = _py(value._data.item() if isinstance(value, Tensor) else value)
         self._data[...] = v
         self._version.v += 1
-        self._grad_terms = [] if v == 0 else None
+        self._grad_terms.reset(v == 0)
         if self._node is not None and is_grad_enabled():
             self._node = None  # a filled tensor no longer depends on anything
         return self
@@ -677,7 +694,7 @@ class Tensor:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         self._data[...] = _arr(src)
         self._version.v += 1
-        self._grad_terms = None
+        self._grad_terms.reset(False)
         return self
 
 
@@ -735,11 +752,14 @@ def _const_node(t: Tensor) -> Node:
 def _input_node(x: Any) -> Node:
     if isinstance(x, Tensor):
         return x._node if x._node is not None else _const_node(x)
-    return Node(_SCALAR, (), (("value", _py(x)),), (), dtypes.result_type(_py(x)))
+    v = _py(x)
+    return Node(_SCALAR, (), (("value", v),), (), dtypes.result_type(v), value=v)
 
 
 def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: Any) -> Tensor:
     """Run ``op`` eagerly on tensors / Python numbers and record a node when grad is needed."""
+    if _trace.active is not None:
+        return _trace.active.record(op, inputs, attrs, _out_dtype)
     if op.family == "elementwise":
         dt = dtypes.result_type(*inputs)
         if not op.keeps_int:

@@ -9,7 +9,10 @@ from sympy.codegen.cfunctions import log1p as _log1p
 
 from .base import A, OUT, OpDef, elementwise_infer, register
 
-_err = np.errstate(all="ignore")
+
+def _err() -> np.errstate:
+    """A fresh ``errstate`` each time: numpy 2 refuses to enter one object twice."""
+    return np.errstate(all="ignore")
 
 
 def _ew(name: str, grad_fn: Any, eval_: Any, form: Any, partials: Any = None, keeps_int: bool = False,
@@ -20,7 +23,7 @@ def _ew(name: str, grad_fn: Any, eval_: Any, form: Any, partials: Any = None, ke
 
 def _quiet(f: Any) -> Any:
     def run(*args: Any, **kw: Any) -> Any:
-        with _err:
+        with _err():
             return f(*args, **kw)
     return run
 
@@ -82,7 +85,7 @@ def _rpow_partials(a: sp.Expr, base: float) -> list:
 
 
 def _sigmoid_eval(a: np.ndarray) -> np.ndarray:
-    with _err:
+    with _err():
         return 1 / (1 + np.exp(-a))
 
 
@@ -124,7 +127,7 @@ def _fused_eval(*arrays: np.ndarray, expr: sp.Expr) -> np.ndarray:
     if f is None:
         syms = [a for a in A if a in expr.free_symbols or True][: len(arrays)]
         f = _fused_eval.cache[expr] = sp.lambdify(syms, expr, "numpy")
-    with _err:
+    with _err():
         return np.asarray(f(*arrays))
 
 

@@ -1,0 +1,505 @@
+"""The registry matrix: every registered op, checked four ways.
+
+For each op the table ``CASES`` holds example inputs (shape variants, value domains) and a way to
+build it, through symgrad's public API where it has one (the same code runs under torch), or
+straight from the registry for internal ops (``fused``, ``sum_to``, ``index_add``) with a torch
+equivalent beside it. Every case checks
+
+(a) the op's numpy ``eval`` against the code generated from its lowering, and, for elementwise
+    ops, against its lambdified SymPy form;
+(b) its VJP, obtained through ``sg.autograd.grad(..., grad_outputs=g)``, against central finite
+    differences by the inner-product test ``<vjp(g), v> == <g, jvp_fd(v)>`` in float64;
+(c) for elementwise ops, its local partials against ``sympy.diff`` of its form;
+(d) value, dtype, ``grad_fn`` name and gradient against torch in float32 and float64.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+from conftest import FLOAT_DTYPES, assert_close, grad_fn_name, numpy_of
+
+import symgrad as sg
+from codegen import emit_numpy, load_kernel
+from symgrad.indexing import normalize_index
+from symgrad.lower import lower
+from symgrad.ops import OUT, REGISTRY, A
+from symgrad.tensor import _apply
+
+SOURCE_OPS = {"leaf", "const", "scalar"}
+
+
+# ---------------------------------------------------------------------------- value domains
+
+def _any(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    return rng.uniform(-2.0, 2.0, shape)
+
+
+def _pos(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def _unit(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    return rng.uniform(-0.9, 0.9, shape)
+
+
+def _away0(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Away from 0 (the kink of relu/abs and the pole of 1/x)."""
+    return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 2.0, shape)
+
+
+def _away_half(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Away from +-0.5 and 0.3, 0.1 (the clamp bounds used below)."""
+    x = rng.uniform(-2.0, 2.0, shape)
+    for b in (-0.5, 0.5, 0.3, 0.1):
+        x = np.where(np.abs(x - b) < 0.08, x + 0.2, x)
+    return x
+
+
+def _log1p_dom(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    return rng.uniform(-0.5, 2.0, shape)
+
+
+# ---------------------------------------------------------------------------- the table
+
+@dataclass
+class Case:
+    """One way to exercise ``op``: ``fn(lib, *inputs)`` with ``lib`` = symgrad or torch."""
+
+    op: str
+    fn: Callable[..., Any]
+    shapes: list[tuple[tuple, ...]]
+    domains: tuple[Callable, ...]
+    label: str = ""
+    #: ops without a public API: no grad_fn name to compare with torch's
+    internal: bool = False
+    #: finite-difference step and tolerance (linear ops with a float32 output use a big step)
+    fd_h: float = 1e-6
+    fd_rtol: float = 1e-6
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}:{self.label}" if self.label else self.op
+
+
+BIN_SHAPES = [((3, 4), (3, 4)), ((2, 3, 4), (3, 1)), ((4,), (2, 1, 4)), ((), (2, 3)), ((2, 3), ()), ((), ())]
+UN_SHAPES = [((2, 3),), ((),), ((4, 1, 3),)]
+SCALAR_SHAPES = [((2, 3),), ((),)]
+
+
+def _bin(op: str, fn: Callable, label: str, da=_any, db=_any, shapes=None) -> Case:
+    return Case(op, fn, shapes or BIN_SHAPES, (da, db), label)
+
+
+def _un(op: str, fn: Callable, label: str = "", dom=_any, shapes=None) -> Case:
+    return Case(op, fn, shapes or UN_SHAPES, (dom,), label)
+
+
+def _fused_sg(expr: sp.Expr) -> Callable:
+    def fn(lib: Any, *xs: Any) -> Any:
+        return _apply(REGISTRY["fused"], *xs, expr=expr)
+    return fn
+
+
+def _sum_to(shape: tuple) -> Callable:
+    def fn(lib: Any, x: Any) -> Any:
+        if lib is torch:
+            return x.sum_to_size(torch.Size(shape))
+        return _apply(REGISTRY["sum_to"], x, shape=shape)
+    return fn
+
+
+def _index_add(index: Any, shape: tuple, advanced: bool) -> Callable:
+    """The adjoint of ``x[index]`` on a tensor of ``shape``, applied to ``g``."""
+    def fn(lib: Any, g: Any) -> Any:
+        if lib is torch:
+            z = torch.zeros(shape, dtype=g.dtype)
+            if advanced:
+                return z.index_put((torch.tensor(index),), g, accumulate=True)
+            z[index] = g
+            return z
+        return _apply(REGISTRY["index_add"], g, index=normalize_index(index, shape), shape=shape)
+    return fn
+
+
+def _other_float(lib: Any, x: Any) -> Any:
+    return lib.float32 if x.dtype == lib.float64 else lib.float64
+
+
+def _reduction_cases(op: str) -> list[Case]:
+    out = []
+    variants = [None, 0, -1, 1, (0, 2), (-1, 0), (0, 1, 2)]
+    for dim, keepdim in itertools.product(variants, (False, True)):
+        if dim is None and not keepdim:
+            fn = lambda lib, x: getattr(x, op)()
+        else:
+            fn = (lambda d, k: lambda lib, x: getattr(x, op)(dim=d, keepdim=k))(dim, keepdim)
+        out.append(Case(op, fn, [((2, 3, 4),)], (_any,), f"dim={dim},keepdim={keepdim}"))
+    # 0-d tensors: dim None, 0 and -1 are all valid
+    out.append(Case(op, lambda lib, x: getattr(x, op)(), [((),)], (_any,), "0d"))
+    out.append(Case(op, lambda lib, x: getattr(x, op)(0), [((),)], (_any,), "0d,dim=0"))
+    out.append(Case(op, lambda lib, x: getattr(x, op)(-1, keepdim=True), [((),)], (_any,), "0d,dim=-1,keepdim"))
+    # function form and a size-1 dim
+    out.append(Case(op, lambda lib, x: getattr(lib, op)(x, 1), [((3, 1, 2),)], (_any,), "fn,size1"))
+    return out
+
+
+CASES: list[Case] = [
+    # ------------------------------------------------------------------ binary arithmetic
+    _bin("add", lambda lib, x, y: x + y, "tt"),
+    Case("add", lambda lib, x: x + 2.5, SCALAR_SHAPES, (_any,), "t+float"),
+    Case("add", lambda lib, x: 3 + x, SCALAR_SHAPES, (_any,), "int+t"),
+    _bin("add", lambda lib, x, y: lib.add(x, y, alpha=0.5), "alpha"),
+    _bin("sub", lambda lib, x, y: x - y, "tt"),
+    Case("sub", lambda lib, x: x - 1.5, SCALAR_SHAPES, (_any,), "t-float"),
+    _bin("sub", lambda lib, x, y: x.sub(y, alpha=2), "alpha"),
+    Case("rsub", lambda lib, x: 2.5 - x, SCALAR_SHAPES, (_any,), "float-t"),
+    Case("rsub", lambda lib, x: 3 - x, SCALAR_SHAPES, (_any,), "int-t"),
+    _bin("mul", lambda lib, x, y: x * y, "tt"),
+    Case("mul", lambda lib, x: x * 2.5, SCALAR_SHAPES, (_any,), "t*float"),
+    Case("mul", lambda lib, x: 3 * x, SCALAR_SHAPES, (_any,), "int*t"),
+    Case("mul", lambda lib, x: 2.0 / x, SCALAR_SHAPES, (_away0,), "float/t"),
+    _bin("div", lambda lib, x, y: x / y, "tt", db=_away0),
+    Case("div", lambda lib, x: x / 4, SCALAR_SHAPES, (_any,), "t/int"),
+    _bin("div", lambda lib, x, y: lib.div(x, y), "fn", db=_away0, shapes=BIN_SHAPES[:2]),
+    _un("reciprocal", lambda lib, x: x.reciprocal(), dom=_away0),
+    _un("neg", lambda lib, x: -x),
+    _un("neg", lambda lib, x: lib.neg(x), "fn", shapes=UN_SHAPES[:1]),
+    # ------------------------------------------------------------------ powers
+    _un("pow", lambda lib, x: x ** 2, "2"),
+    _un("pow", lambda lib, x: x ** 3, "3"),
+    _un("pow", lambda lib, x: x ** 2.5, "2.5", dom=_pos),
+    _un("pow", lambda lib, x: x ** 0.5, "0.5", dom=_pos),
+    _un("pow", lambda lib, x: x ** -1, "-1", dom=_away0),
+    _un("pow", lambda lib, x: x ** -2.0, "-2.0", dom=_away0),
+    _un("pow", lambda lib, x: x ** 0, "0"),
+    _un("pow", lambda lib, x: x.pow(2), "method"),
+    _un("pow", lambda lib, x: lib.pow(x, 3), "fn"),
+    _bin("pow_tensor", lambda lib, x, y: x ** y, "tt", da=_pos),
+    _bin("pow_tensor", lambda lib, x, y: lib.pow(x, y), "fn", da=_pos, shapes=BIN_SHAPES[:2]),
+    _un("rpow", lambda lib, x: 2.0 ** x, "2.0"),
+    _un("rpow", lambda lib, x: 0.5 ** x, "0.5"),
+    _un("rpow", lambda lib, x: 3 ** x, "int3"),
+    # ------------------------------------------------------------------ unary functions
+    _un("exp", lambda lib, x: x.exp()),
+    _un("exp", lambda lib, x: lib.exp(x), "fn", shapes=UN_SHAPES[:1]),
+    _un("log", lambda lib, x: x.log(), dom=_pos),
+    _un("log", lambda lib, x: lib.log(x), "fn", dom=_pos, shapes=UN_SHAPES[:1]),
+    _un("log1p", lambda lib, x: x.log1p(), dom=_log1p_dom),
+    _un("log1p", lambda lib, x: lib.log1p(x), "fn", dom=_log1p_dom, shapes=UN_SHAPES[:1]),
+    _un("sqrt", lambda lib, x: x.sqrt(), dom=_pos),
+    _un("sqrt", lambda lib, x: lib.sqrt(x), "fn", dom=_pos, shapes=UN_SHAPES[:1]),
+    _un("sin", lambda lib, x: x.sin()),
+    _un("sin", lambda lib, x: lib.sin(x), "fn", shapes=UN_SHAPES[:1]),
+    _un("cos", lambda lib, x: x.cos()),
+    _un("cos", lambda lib, x: lib.cos(x), "fn", shapes=UN_SHAPES[:1]),
+    _un("tan", lambda lib, x: x.tan(), dom=_unit),
+    _un("tan", lambda lib, x: lib.tan(x), "fn", dom=_unit, shapes=UN_SHAPES[:1]),
+    _un("tanh", lambda lib, x: x.tanh()),
+    _un("tanh", lambda lib, x: lib.tanh(x), "fn", shapes=UN_SHAPES[:1]),
+    _un("sigmoid", lambda lib, x: x.sigmoid()),
+    _un("sigmoid", lambda lib, x: lib.sigmoid(x), "fn", shapes=UN_SHAPES[:1]),
+    _un("relu", lambda lib, x: x.relu(), dom=_away0),
+    _un("relu", lambda lib, x: lib.relu(x), "fn", dom=_away0, shapes=UN_SHAPES[:1]),
+    _un("abs", lambda lib, x: x.abs(), dom=_away0),
+    _un("abs", lambda lib, x: lib.abs(x), "fn", dom=_away0, shapes=UN_SHAPES[:1]),
+    _un("abs", lambda lib, x: abs(x), "builtin", dom=_away0, shapes=UN_SHAPES[:1]),
+    _un("clamp", lambda lib, x: x.clamp(-0.5, 0.5), "both", dom=_away_half),
+    _un("clamp", lambda lib, x: x.clamp(min=0.1), "min", dom=_away_half),
+    _un("clamp", lambda lib, x: x.clamp(max=0.3), "max", dom=_away_half),
+    _un("clamp", lambda lib, x: lib.clamp(x, -0.5, 0.3), "fn", dom=_away_half),
+    _un("clamp", lambda lib, x: x.clamp_min(0.1), "clamp_min", dom=_away_half, shapes=UN_SHAPES[:1]),
+    _un("clone", lambda lib, x: x.clone()),
+    Case("to", lambda lib, x: x.to(_other_float(lib, x)), UN_SHAPES, (_any,), "other float", fd_h=1.0,
+         fd_rtol=1e-6),
+    Case("to", lambda lib, x: x.double() if x.dtype == lib.float32 else x.float(), UN_SHAPES[:1], (_any,),
+         "double/float", fd_h=1.0, fd_rtol=1e-6),
+    # ------------------------------------------------------------------ reductions
+    *_reduction_cases("sum"),
+    *_reduction_cases("mean"),
+    Case("sum_to", _sum_to((3, 1)), [((2, 3, 4),)], (_any,), "(2,3,4)->(3,1)", internal=True),
+    Case("sum_to", _sum_to(()), [((2, 3),)], (_any,), "(2,3)->()", internal=True),
+    Case("sum_to", _sum_to((1, 3)), [((4, 3),)], (_any,), "(4,3)->(1,3)", internal=True),
+    Case("sum_to", _sum_to((2, 1, 3)), [((5, 2, 4, 3),)], (_any,), "(5,2,4,3)->(2,1,3)", internal=True),
+    # ------------------------------------------------------------------ shape ops
+    Case("expand", lambda lib, x: x.expand(3, 2, 4), [((2, 1),)], (_any,), "(2,1)->(3,2,4)"),
+    Case("expand", lambda lib, x: x.expand(2, -1), [((1, 3),)], (_any,), "-1"),
+    Case("expand", lambda lib, x: x.expand(2, 3), [((),)], (_any,), "0d"),
+    Case("expand", lambda lib, x: x.expand_as(lib.ones(4, 3, dtype=x.dtype)), [((3,),)], (_any,), "expand_as"),
+    Case("expand", lambda lib, x: lib.broadcast_to(x, (2, 3)), [((1, 3),)], (_any,), "broadcast_to"),
+    Case("reshape", lambda lib, x: x.view(-1), [((2, 3),)], (_any,), "view(-1)"),
+    Case("reshape", lambda lib, x: x.view(3, 2), [((2, 3),)], (_any,), "view(3,2)"),
+    Case("reshape", lambda lib, x: x.view(1), [((),)], (_any,), "0d view(1)"),
+    Case("reshape", lambda lib, x: x.reshape(()), [((1, 1),)], (_any,), "reshape(())"),
+    Case("reshape", lambda lib, x: x.reshape(2, -1), [((2, 3, 2),)], (_any,), "reshape(2,-1)"),
+    Case("reshape", lambda lib, x: lib.reshape(x, (3, 4)), [((2, 6),)], (_any,), "fn"),
+    Case("reshape", lambda lib, x: x.flatten(), [((2, 3, 2),)], (_any,), "flatten"),
+    Case("reshape", lambda lib, x: x.flatten(1), [((2, 3, 2),)], (_any,), "flatten(1)"),
+    Case("reshape", lambda lib, x: x.flatten(), [((),)], (_any,), "0d flatten"),
+    Case("reshape", lambda lib, x: x.squeeze(), [((2, 1, 3, 1),)], (_any,), "squeeze"),
+    Case("reshape", lambda lib, x: x.squeeze(1), [((2, 1, 3),)], (_any,), "squeeze(1)"),
+    Case("reshape", lambda lib, x: x.squeeze(-1), [((2, 3, 1),)], (_any,), "squeeze(-1)"),
+    Case("reshape", lambda lib, x: x.unsqueeze(0), [((2, 3),)], (_any,), "unsqueeze(0)"),
+    Case("reshape", lambda lib, x: x.unsqueeze(-1), [((2, 3),)], (_any,), "unsqueeze(-1)"),
+    Case("reshape", lambda lib, x: x.unsqueeze(0), [((),)], (_any,), "0d unsqueeze"),
+    Case("reshape", lambda lib, x: x.view_as(lib.ones(3, 2)), [((6,),)], (_any,), "view_as"),
+    Case("permute", lambda lib, x: x.permute(2, 0, 1), [((2, 3, 4),)], (_any,), "permute"),
+    Case("permute", lambda lib, x: lib.permute(x, (1, 0, 2)), [((2, 3, 4),)], (_any,), "fn"),
+    Case("permute", lambda lib, x: x.transpose(0, -1), [((2, 3, 4),)], (_any,), "transpose"),
+    Case("permute", lambda lib, x: lib.transpose(x, 0, 1), [((2, 3),)], (_any,), "transpose fn"),
+    Case("permute", lambda lib, x: x.T, [((2, 3),)], (_any,), ".T"),
+    Case("permute", lambda lib, x: x.t(), [((3, 2),)], (_any,), ".t()"),
+    # ------------------------------------------------------------------ indexing
+    Case("index", lambda lib, x: x[1], [((3, 4),)], (_any,), "int"),
+    Case("index", lambda lib, x: x[-1, 2], [((3, 4),)], (_any,), "int,int"),
+    Case("index", lambda lib, x: x[1:, ::2], [((3, 4),)], (_any,), "slices"),
+    Case("index", lambda lib, x: x[..., None, -1], [((2, 3, 4),)], (_any,), "ellipsis,None"),
+    Case("index", lambda lib, x: x[:, 1:3], [((2, 4, 3),)], (_any,), "slice dim1"),
+    Case("index", lambda lib, x: x[[0, 2, 0]], [((3, 2),)], (_any,), "int list (repeats)"),
+    Case("index", lambda lib, x: x[:, lib.tensor([1, 1, 0])], [((2, 3),)], (_any,), "tensor index"),
+    Case("index", lambda lib, x: x[None], [((),)], (_any,), "0d None"),
+    Case("index", lambda lib, x: x[...], [((2,),)], (_any,), "ellipsis only"),
+    Case("index_add", _index_add((slice(1, None), slice(None, None, 2)), (3, 4), False), [((2, 2),)], (_any,),
+         "slices", internal=True),
+    Case("index_add", _index_add(1, (3, 4), False), [((4,),)], (_any,), "int", internal=True),
+    Case("index_add", _index_add([0, 2, 0], (3, 2), True), [((3, 2),)], (_any,), "repeats", internal=True),
+    # ------------------------------------------------------------------ fused expressions (gradients are made of these)
+    Case("fused", _fused_sg(A[0] * sp.sin(A[1]) + A[0] ** 2), BIN_SHAPES[:4], (_any, _any), "a*sin(b)+a^2",
+         internal=True, extra={"torch": lambda a, b: a * torch.sin(b) + a ** 2}),
+    Case("fused", _fused_sg(sp.exp(-A[0] ** 2) / (1 + A[0] ** 2)), UN_SHAPES, (_any,), "exp(-a^2)/(1+a^2)",
+         internal=True, extra={"torch": lambda a: torch.exp(-a ** 2) / (1 + a ** 2)}),
+    Case("fused", _fused_sg(A[0] * A[1] - A[2] / 3), [((2, 3), (3,), ())], (_any, _any, _any), "a*b-c/3",
+         internal=True, extra={"torch": lambda a, b, c: a * b - c / 3}),
+]
+
+_TORCH_FUSED = {id(c): c.extra["torch"] for c in CASES if "torch" in c.extra}
+
+
+def _call(case: Case, lib: Any, *xs: Any) -> Any:
+    if lib is torch and id(case) in _TORCH_FUSED:
+        return _TORCH_FUSED[id(case)](*xs)
+    return case.fn(lib, *xs)
+
+
+def _variants() -> list:
+    return [pytest.param(c, s, id=f"{c.id}-{'x'.join(map(str, s))}") for c in CASES for s in c.shapes]
+
+
+VARIANTS = _variants()
+
+
+def _inputs(case: Case, shapes: tuple, seed: int, dtype: str = "float64") -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [np.asarray(d(rng, s)).astype(dtype) for d, s in zip(case.domains, shapes)]
+
+
+def _seed(case: Case, shapes: tuple) -> int:
+    return sum(map(ord, case.id + repr(shapes))) % 10_000
+
+
+def _sg_leaves(arrays: list[np.ndarray]) -> list[sg.Tensor]:
+    return [sg.tensor(a.copy(), requires_grad=True) for a in arrays]
+
+
+def _record(case: Case, arrays: list[np.ndarray]) -> tuple[list[sg.Tensor], sg.Tensor]:
+    xs = _sg_leaves(arrays)
+    out = _call(case, sg, *xs)
+    assert out._node is not None, f"{case.id}: no node recorded"
+    assert out._node.op.name == case.op, f"{case.id}: recorded {out._node.op.name}, the table says {case.op}"
+    return xs, out
+
+
+# ---------------------------------------------------------------------------- coverage of the registry
+
+def test_every_registered_op_has_cases():
+    """An op cannot be registered without an entry in this table."""
+    registered = set(REGISTRY) - SOURCE_OPS
+    covered = {c.op for c in CASES}
+    assert registered - covered == set(), f"ops without test cases: {sorted(registered - covered)}"
+    assert covered - registered == set(), f"cases for unknown ops: {sorted(covered - registered)}"
+
+
+def test_source_ops_are_registered():
+    assert SOURCE_OPS <= set(REGISTRY)
+    for name in SOURCE_OPS:
+        assert REGISTRY[name].family == "source"
+
+
+def test_every_op_has_a_grad_fn_name_and_a_rule():
+    for name, op in REGISTRY.items():
+        if op.family == "source":
+            continue
+        assert op.grad_fn is not None, name
+        if op.family == "elementwise":
+            assert op.form is not None, name
+        else:
+            assert op.vjp is not None and op.lower is not None, name
+
+
+# ---------------------------------------------------------------------------- (a) eval vs form / generated code
+
+_KERNELS: dict[str, Any] = {}
+
+
+def _lowered(node: Any) -> Callable:
+    params = [(x, "v", i) for i, x in enumerate(node.inputs) if x.op.name != "scalar"]
+    kernel, _ = lower("forward", params, [node])
+    src = emit_numpy(kernel)
+    if src not in _KERNELS:
+        _KERNELS[src] = load_kernel(src, "forward", prefix="test_ops")[0]
+    fn = _KERNELS[src]
+    return lambda: fn([x.value for x in node.inputs if x.op.name != "scalar"])[0]
+
+
+def _input_values(node: Any) -> list[np.ndarray]:
+    """The recorded inputs of ``node`` as the arrays ``eval`` received."""
+    vals = []
+    for x in node.inputs:
+        if x.op.name == "scalar":
+            vals.append(np.asarray(x.attr("value"), dtype=node.dtype.np if node.op.family == "elementwise" else None))
+        else:
+            vals.append(x.value)
+    return vals
+
+
+@pytest.mark.parametrize(("case", "shapes"), VARIANTS)
+def test_eval_matches_form_and_generated_code(case: Case, shapes: tuple):
+    _, out = _record(case, _inputs(case, shapes, _seed(case, shapes)))
+    node = out._node
+    op = node.op
+    value = np.asarray(op.eval(*_input_values(node), **dict(node.attrs)))
+    assert_close(value, out, what="eval vs recorded value")
+    assert_close(np.asarray(_lowered(node)()), value, what="generated code vs eval")
+    if op.family == "elementwise":
+        n = len(node.inputs)
+        form = op.scalar_form(n, node.attrs)
+        f = sp.lambdify(A[:n], form, "numpy")
+        with np.errstate(all="ignore"):
+            expected = np.broadcast_to(np.asarray(f(*_input_values(node)), dtype=np.float64), node.shape)
+        assert_close(value.astype(np.float64), expected, what="eval vs lambdified form")
+
+
+# ---------------------------------------------------------------------------- (b) VJP vs finite differences
+
+def _forward(case: Case, arrays: list[np.ndarray]) -> np.ndarray:
+    with sg.no_grad():
+        xs = [sg.tensor(a) for a in arrays]
+        return numpy_of(_call(case, sg, *xs)).astype(np.float64)
+
+
+@pytest.mark.parametrize(("case", "shapes"), VARIANTS)
+def test_vjp_matches_finite_differences(case: Case, shapes: tuple):
+    seed = _seed(case, shapes)
+    arrays = _inputs(case, shapes, seed)
+    xs, out = _record(case, arrays)
+    rng = np.random.default_rng(seed + 1)
+    g = rng.standard_normal(out.shape).astype(out.dtype.np)
+    grads = sg.autograd.grad(out, xs, grad_outputs=sg.tensor(g), allow_unused=True)
+    # directions: small enough that the perturbed points stay in the case's domain
+    vs = [rng.uniform(-1.0, 1.0, a.shape) for a in arrays]
+    lhs = sum(float(np.sum(numpy_of(gr).astype(np.float64) * v)) for gr, v in zip(grads, vs) if gr is not None)
+    for gr, x in zip(grads, xs):
+        if gr is not None:
+            assert gr.shape == x.shape and gr.dtype is x.dtype
+    h = case.fd_h
+    plus = _forward(case, [a + h * v for a, v in zip(arrays, vs)])
+    minus = _forward(case, [a - h * v for a, v in zip(arrays, vs)])
+    jvp = (plus - minus) / (2 * h)
+    rhs = float(np.sum(g.astype(np.float64) * jvp))
+    scale = float(np.sum(np.abs(g.astype(np.float64) * jvp))) + 1e-3
+    assert abs(lhs - rhs) <= case.fd_rtol * scale + 1e-9, f"<vjp(g), v> = {lhs!r} but <g, jvp(v)> = {rhs!r}"
+
+
+# ---------------------------------------------------------------------------- (c) local partials vs sympy.diff
+
+ELEMENTWISE_VARIANTS = [pytest.param(c, id=c.id) for c in CASES if REGISTRY[c.op].family == "elementwise"]
+
+
+@pytest.mark.parametrize("case", ELEMENTWISE_VARIANTS)
+def test_local_partials_match_sympy_diff(case: Case):
+    shapes = case.shapes[0]
+    _, out = _record(case, _inputs(case, shapes, _seed(case, shapes)))
+    node = out._node
+    op = node.op
+    n = len(node.inputs)
+    form = op.scalar_form(n, node.attrs)
+    parts = op.local_partials(n, node.attrs)
+    assert len(parts) == n
+    rng = np.random.default_rng(_seed(case, shapes) + 2)
+    points = []
+    for x in node.inputs:
+        if x.op.name == "scalar":
+            points.append(np.full(32, float(x.attr("value"))))
+        else:
+            dom = case.domains[len(points)] if len(points) < len(case.domains) else _any
+            points.append(np.asarray(dom(rng, (32,)), dtype=np.float64))
+    with np.errstate(all="ignore"):
+        out_value = np.broadcast_to(sp.lambdify(A[:n], form, "numpy")(*points), (32,))
+    for i, p in enumerate(parts):
+        if node.inputs[i].op.name == "scalar":
+            continue
+        want = sp.diff(form, A[i])
+        got = sp.lambdify((*A[:n], OUT), p, "numpy")
+        ref = sp.lambdify(A[:n], want, "numpy")
+        with np.errstate(all="ignore"):
+            got_v = np.broadcast_to(np.asarray(got(*points, out_value), dtype=np.float64), (32,))
+            ref_v = np.broadcast_to(np.asarray(ref(*points), dtype=np.float64), (32,))
+        np.testing.assert_allclose(got_v, ref_v, rtol=1e-12, atol=1e-12,
+                                   err_msg=f"d/d a{i} of {form}: rule {p} vs diff {want}")
+
+
+# ---------------------------------------------------------------------------- (d) value and gradient vs torch
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize(("case", "shapes"), VARIANTS)
+def test_value_and_grad_match_torch(case: Case, shapes: tuple, dtype: str):
+    seed = _seed(case, shapes)
+    arrays = _inputs(case, shapes, seed, dtype)
+    xs = [sg.tensor(a.copy(), requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a.copy(), requires_grad=True) for a in arrays]
+    out = _call(case, sg, *xs)
+    tout = _call(case, torch, *ts)
+    assert_close(out, tout, what="value")
+    assert out.requires_grad and tout.requires_grad
+    if not case.internal:
+        assert grad_fn_name(out) == grad_fn_name(tout)
+    g = np.random.default_rng(seed + 3).standard_normal(tuple(tout.shape)).astype(numpy_of(tout).dtype)
+    out.backward(sg.tensor(g))
+    tout.backward(torch.tensor(g))
+    for i, (x, t) in enumerate(zip(xs, ts)):
+        assert_close(x.grad, t.grad, what=f"grad of input {i}")
+
+
+# ---------------------------------------------------------------------------- keepdim / dim semantics in detail
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [None, 0, 1, -1, -2, (0, 1), (1, -1), (2, 0, 1), [0, 2]])
+def test_reduction_shapes_and_grad_fn_names(op: str, dim: Any, keepdim: bool):
+    arr = np.random.default_rng(0).standard_normal((2, 3, 4))
+    x, t = sg.tensor(arr, requires_grad=True), torch.tensor(arr, requires_grad=True)
+    if dim is None:
+        y, ty = getattr(x, op)(), getattr(t, op)()
+    else:
+        y, ty = getattr(x, op)(dim, keepdim=keepdim), getattr(t, op)(dim, keepdim=keepdim)
+    assert tuple(y.shape) == tuple(ty.shape)
+    assert grad_fn_name(y) == grad_fn_name(ty)
+    assert_close(y, ty)
+    (y * y).sum().backward()
+    (ty * ty).sum().backward()
+    assert_close(x.grad, t.grad)
+
+
+def test_mean_grad_is_one_over_count():
+    x = sg.ones(4, 5, dtype=sg.float64, requires_grad=True)
+    x.mean(1).sum().backward()
+    assert_close(x.grad, np.full((4, 5), 0.2))
+    assert math.isclose(float(x.grad[0, 0]), 0.2, rel_tol=1e-15)
