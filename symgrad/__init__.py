@@ -7,6 +7,7 @@ from ._format import get_printoptions, printoptions, set_printoptions
 from .dtypes import (DType, bool, double, float, float16, float32, float64, get_default_dtype, half, int,  # noqa: A004
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from .errors import CodegenError, SymgradError, TracingError
+from .compile import CompiledFunction, compile, grad, value_and_grad  # noqa: A004
 from .formula import Formula, formula, grad_formula
 from .functional import *  # noqa: F403
 from .functional import abs, pow, sum  # noqa: A004

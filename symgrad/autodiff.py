@@ -33,7 +33,12 @@ def fused(inputs: Sequence[Node], expr: sp.Expr, dtype, shape_hint: tuple | None
     return apply("fused", *kept, expr=expr, dtype=dtype)
 
 
-def _elementwise_vjp(node: Node, g: Node) -> tuple[tuple[Node | None, ...], bool]:
+def _elementwise_vjp(node: Node, g: Node, masked: bool) -> tuple[tuple[Node | None, ...], bool]:
+    """Contributions ``g * d(form)/d(a_i)`` summed to each input's shape.
+
+    ``masked`` adjoints are exactly zero where a ``where`` did not take this branch; their
+    products are zero-preserving (``0 * inf == 0``), so no NaN leaks from the branch not taken.
+    """
     n = len(node.inputs)
     parts = node.op.local_partials(n, node.attrs)
     shift = {A[k]: A[k + 1] for k in range(n)}
@@ -48,7 +53,10 @@ def _elementwise_vjp(node: Node, g: Node) -> tuple[tuple[Node | None, ...], bool
         if p == 1:
             c = g
         else:
-            c = fused(ins, A[0] * p.xreplace(shift), node.dtype)
+            e = A[0] * p.xreplace(shift)
+            if masked and not p.is_Number:
+                e = sp.Piecewise((0, sp.Eq(A[0], 0)), (e, True))
+            c = fused(ins, e, node.dtype)
             saves = saves or any(inp is not g and inp.op.name != "scalar" for inp in c.inputs)
         out.append(sum_to_node(c, x.shape))
     return tuple(out), saves
@@ -71,6 +79,7 @@ def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[N
         adj.setdefault(r.id, []).append(s)
     total: dict[int, Node] = {}
     saving: set[int] = set()
+    masked: set[int] = set()
     wrt_ids = {w.id for w in wrt}
     for node in reversed(order):
         parts = adj.pop(node.id, None)
@@ -83,8 +92,9 @@ def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[N
             total[node.id] = g
         if node.op.family == "source":
             continue
+        is_masked = any(p.id in masked for p in parts)
         if node.op.family == "elementwise":
-            contribs, saves = _elementwise_vjp(node, g)
+            contribs, saves = _elementwise_vjp(node, g, is_masked)
         else:
             contribs, saves = node.op.vjp(node, g), False
         if saves:
@@ -92,4 +102,6 @@ def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[N
         for x, c in zip(node.inputs, contribs):
             if c is not None and x.requires_grad:
                 adj.setdefault(x.id, []).append(c)
+                if is_masked or node.op.name == "where":
+                    masked.add(c.id)
     return [total.get(w.id) for w in wrt], saving

@@ -231,9 +231,10 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
     with np.errstate(all="ignore"):
         outs = prog.fn(values, list(seeds))
     result: list[np.ndarray | None] = []
-    for w, z, o in zip(wrt, prog.zero, outs):
+    for w, wp, z, o in zip(wrt, wrt_pos, prog.zero, outs):
         if z:
-            result.append(None)
+            # torch: zeros for an input the graph reaches (``x ** 0``, ``x * 0``), None for one it does not
+            result.append(None if wp < 0 else np.zeros(w.shape, dtype=w.dtype.np))
             continue
         o = np.asarray(o, dtype=w.dtype.np)
         if o.shape != w.shape:

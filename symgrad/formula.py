@@ -378,3 +378,35 @@ def grad_formula(out: Any, x: Any = None, *, simplify: bool = True) -> Formula:
 def _nonscalar_seed(n: Node) -> Any:
     import numpy as np
     return np.ones(n.shape) * np.nan  # a symbolic weight ``v``: the value is never used
+
+
+class CompiledFormulas:
+    """The forward formula of a compiled function and its gradient with respect to each argument."""
+
+    def __init__(self, out: Node, grads: Sequence[Node], wrt: Sequence[str], fname: str,
+                 params: Sequence[str]) -> None:
+        namer = _Namer({})
+        d = _Display(namer, [out, *grads])
+        self.name = fname
+        self.params = list(params)
+        self.forward = Formula(d.of(out), list(d.definitions), namer.symbols)
+        self.gradients: dict[str, Formula] = {}
+        for w, g in zip(wrt, grads):
+            e = d.of(g)
+            for s, de in reversed(d.definitions):
+                e = e.xreplace({s: de})
+            self.gradients[w] = Formula(display_simplify(e), [], namer.symbols)
+
+    def __str__(self) -> str:
+        lines = [f"{self.name}({', '.join(self.params)}) = {self.forward}"]
+        for w, f in self.gradients.items():
+            lines.append(f"d{self.name}/d{w} = {f}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def latex(self) -> str:
+        rows = [f"{self.name}({', '.join(self.params)}) &= {self.forward.latex()}"]
+        for w, f in self.gradients.items():
+            rows.append(rf"\frac{{\partial {self.name}}}{{\partial {w}}} &= {f.latex()}")
+        return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"

@@ -9,7 +9,7 @@ import numpy as np
 from . import dtypes
 from .dtypes import DType
 from .ops import REGISTRY
-from .tensor import Tensor, _apply, _shape_args, _to_array, clamp, pow, tensor_like  # noqa: F401
+from .tensor import _ALL_DIMS, Tensor, _apply, _shape_args, _to_array, clamp, pow, tensor_like  # noqa: F401
 
 _rng = np.random.default_rng()
 
@@ -229,11 +229,11 @@ absolute = abs
 clip = clamp
 
 
-def sum(a: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+def sum(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
     return _t(a).sum(dim, keepdim, dtype=dtype)
 
 
-def mean(a: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def mean(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     return _t(a).mean(dim, keepdim, dtype=dtype)
 
 
@@ -302,3 +302,24 @@ def result_type(a: Any, b: Any) -> DType:
 
 def promote_types(a: DType, b: DType) -> DType:
     return dtypes.promote_types(a, b)
+
+
+def where(condition: Any, input: Any, other: Any) -> Tensor:  # noqa: A002
+    """``input`` where ``condition`` else ``other``; a SymPy ``Piecewise`` in formulas.
+
+    Gradients are exactly zero in the branch not taken, so ``where(x > 0, sqrt(x), 0)`` has no
+    NaN gradient at ``x <= 0`` (torch and JAX give NaN there).
+    """
+    c = condition if isinstance(condition, Tensor) else Tensor(np.asarray(condition))
+    a = input if isinstance(input, Tensor) or not isinstance(other, Tensor) else input
+    return _apply(REGISTRY["where"], c, a, other)
+
+
+def maximum(a: Any, b: Any) -> Tensor:
+    """Elementwise maximum; at ties the gradient is split evenly (as torch)."""
+    return _apply(REGISTRY["maximum"], _t(a), b if isinstance(b, Tensor) else _t(b))
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    """Elementwise minimum; at ties the gradient is split evenly (as torch)."""
+    return _apply(REGISTRY["minimum"], _t(a), b if isinstance(b, Tensor) else _t(b))

@@ -37,7 +37,8 @@ def backward_create_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wr
     out = []
     for w, g in zip(wrt, grads):
         if g is None:
-            out.append(None)
+            # zeros where the graph reaches ``w`` but its gradient is structurally zero, as in torch
+            out.append(Tensor(np.zeros(w.shape, dtype=w.dtype.np)) if w.id in forward else None)
             continue
         t = known[g.id]
         if t.dtype is not w.dtype:

@@ -80,21 +80,43 @@ def to_numpy_index(spec: tuple) -> tuple:
     return tuple(res)
 
 
-def _grad_fn(at: dict) -> str:
-    spec = at["index"]
+def torch_grad_fn(spec: tuple, shape: tuple[int, ...], bare_slice: bool = False) -> str:
+    """The grad_fn torch gives ``x[index]``: that of the last view op its indexing applies.
+
+    Torch applies the entries left to right and skips a slice that keeps the whole dim
+    (start 0, step 1, stop at or past the end), except for an index that is one bare slice
+    (``x[:]``), which is always a ``SliceBackward0``; nothing applied leaves an alias.
+    """
     if any(e[0] == "a" for e in spec):
         return "IndexBackward0"
-    for e in reversed(spec):
+    if bare_slice:
+        return "SliceBackward0"
+    consumed = sum(1 for e in spec if e[0] in "isa")
+    dim, last = 0, "AliasBackward0"
+    for e in spec:
         if e[0] == "i":
-            return "SelectBackward0"
-        if e[0] == "n":
-            return "UnsqueezeBackward0"
-        if e[0] == "s" and e[1:] != (None, None, None):
-            return "SliceBackward0"
-    return "AliasBackward0" if not spec else "SliceBackward0"
+            last, dim = "SelectBackward0", dim + 1
+        elif e[0] == "n":
+            last = "UnsqueezeBackward0"
+        elif e[0] == "e":
+            dim += len(shape) - consumed
+        elif e[0] == "s":
+            start, stop, step = e[1:]
+            whole = start in (None, 0) and step in (None, 1) and (stop is None or stop >= shape[dim])
+            if not whole:
+                last = "SliceBackward0"
+            dim += 1
+    return last
 
 
-def _index_infer(op: OpDef, a: Node, index: tuple) -> Any:
+def _grad_fn(at: dict) -> str:
+    if "fn" in at:
+        return at["fn"]
+    spec = at["index"]
+    return "IndexBackward0" if any(e[0] == "a" for e in spec) else "SliceBackward0"
+
+
+def _index_infer(op: OpDef, a: Node, index: tuple, fn: str = "") -> Any:
     shape = np.empty(a.shape, dtype=np.bool_)[to_numpy_index(index)].shape
     return shape, a.dtype
 
@@ -125,7 +147,7 @@ def _index_add_lower(node: Node, target: str, args: list[str]) -> list:
     return [ir.IndexAdd(target, args[0], node.attr("index"), node.shape, node.dtype.np.name)]
 
 
-index_op = register(OpDef("index", "shape", _grad_fn, lambda a, index: a[to_numpy_index(index)], _index_infer,
+index_op = register(OpDef("index", "shape", _grad_fn, lambda a, index, fn="": a[to_numpy_index(index)], _index_infer,
                           vjp=_index_vjp, lower=_index_lower, view=True, doc="a[index] (basic and integer-array)"))
 index_add = register(OpDef("index_add", "shape", "IndexPutBackward0", _index_add_eval, _index_add_infer,
                            vjp=_index_add_vjp, lower=_index_add_lower,
@@ -135,7 +157,8 @@ index_add = register(OpDef("index_add", "shape", "IndexPutBackward0", _index_add
 def getitem(t: Any, index: Any) -> Any:
     from .tensor import _apply
     spec = normalize_index(index, t._data.shape)
-    return _apply(index_op, t, index=spec)
+    fn = torch_grad_fn(spec, t._data.shape, bare_slice=isinstance(index, slice))
+    return _apply(index_op, t, index=spec, fn=fn)
 
 
 def describe(spec: tuple) -> str:

@@ -60,6 +60,22 @@ def _py(x: Any) -> Any:
     return x.item() if isinstance(x, (np.number, np.bool_)) else x
 
 
+class _AllDims:
+    """The default ``dim`` of ``sum``/``mean``: torch's no-dim overload (``SumBackward0``), unlike an
+    explicit ``dim=None`` (``SumBackward1``)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_ALL_DIMS: Any = _AllDims()
+
+
+def _reduce_dims(dim: Any) -> tuple[bool, Any]:
+    """(called without ``dim``, the dims to reduce)."""
+    return (True, None) if dim is _ALL_DIMS else (False, dim)
+
+
 class Tensor:
     """A multi-dimensional array that records the operations applied to it.
 
@@ -443,34 +459,34 @@ class Tensor:
     clip = clamp
 
     def clamp_min(self, min: Any) -> Tensor:  # noqa: A002
-        return clamp(self, min, None)
+        return clamp(self, min, None, _fn="ClampMinBackward0")
 
     def clamp_max(self, max: Any) -> Tensor:  # noqa: A002
-        return clamp(self, None, max)
+        return clamp(self, None, max, _fn="ClampMaxBackward0")
 
     # ------------------------------------------------------------------ comparisons (no grad)
-    def _compare(self, other: Any, fn: Any) -> Tensor:
-        o = other._data if isinstance(other, Tensor) else other
-        broadcast_shapes(self._data.shape, np.shape(o))
-        return Tensor(np.asarray(fn(self._data, o)))
+    def _compare(self, other: Any, name: str) -> Tensor:
+        if not isinstance(other, Tensor) and not _is_number(other):
+            other = tensor_like(other, self)
+        return _apply(REGISTRY[name], self, other)
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return self._compare(other, np.equal)
+        return self._compare(other, "eq")
 
     def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return self._compare(other, np.not_equal)
+        return self._compare(other, "ne")
 
     def __lt__(self, other: Any) -> Tensor:
-        return self._compare(other, np.less)
+        return self._compare(other, "lt")
 
     def __le__(self, other: Any) -> Tensor:
-        return self._compare(other, np.less_equal)
+        return self._compare(other, "le")
 
     def __gt__(self, other: Any) -> Tensor:
-        return self._compare(other, np.greater)
+        return self._compare(other, "gt")
 
     def __ge__(self, other: Any) -> Tensor:
-        return self._compare(other, np.greater_equal)
+        return self._compare(other, "ge")
 
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
@@ -487,33 +503,35 @@ class Tensor:
         return Tensor(np.asarray(np.any(self._data)))
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def sum(self, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         t = self if dtype is None else _cast(self, dtypes.from_any(dtype))
-        return _apply(REGISTRY["sum"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=dim is None)
+        full, dim = _reduce_dims(dim)
+        return _apply(REGISTRY["sum"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=full)
 
-    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def mean(self, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         t = self if dtype is None else _cast(self, dtypes.from_any(dtype))
         if not t.is_floating_point():
             raise RuntimeError(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                 f"dtype. Got: {_torch_type_name(t.dtype)}")
-        return _apply(REGISTRY["mean"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=dim is None)
+        full, dim = _reduce_dims(dim)
+        return _apply(REGISTRY["mean"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=full)
 
     # ------------------------------------------------------------------ shape ops
     def view(self, *shape: Any) -> Tensor:
         if len(shape) == 1 and isinstance(shape[0], DType):
             raise NotImplementedError("view(dtype) is not supported")
         new = _infer_shape(_shape_args(shape), self.numel())
-        try:
-            np.reshape(self._data, new, copy=False)
-        except ValueError:
+        if not _viewable(self._data, new):
             raise RuntimeError(
                 "view size is not compatible with input tensor's size and stride (at least one dimension spans "
-                "across two contiguous subspaces). Use .reshape(...) instead.") from None
+                "across two contiguous subspaces). Use .reshape(...) instead.")
         return _reshape(self, new, "ViewBackward0")
 
     def reshape(self, *shape: Any) -> Tensor:
-        return _reshape(self, _infer_shape(_shape_args(shape), self.numel()), "ViewBackward0")
+        new = _infer_shape(_shape_args(shape), self.numel())
+        # torch's reshape is a view where the strides allow one, else a copy behind ``UnsafeViewBackward0``
+        return _reshape(self, new, "ViewBackward0" if _viewable(self._data, new) else "UnsafeViewBackward0")
 
     def view_as(self, other: Tensor) -> Tensor:
         return self.view(other.shape)
@@ -530,7 +548,7 @@ class Tensor:
         if s == e:
             return self
         sh = self.shape
-        return _reshape(self, sh[:s] + (math.prod(sh[s:e + 1]),) + sh[e + 1:], "ViewBackward0")
+        return self.reshape(sh[:s] + (math.prod(sh[s:e + 1]),) + sh[e + 1:])
 
     def squeeze(self, dim: Any = None) -> Tensor:
         sh = self.shape
@@ -571,7 +589,7 @@ class Tensor:
     def t(self) -> Tensor:
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-        return self.transpose(0, 1) if self.ndim == 2 else self
+        return _apply(REGISTRY["permute"], self, dims=tuple(reversed(range(self.ndim))), fn="TBackward0")
 
     @property
     def T(self) -> Tensor:  # noqa: N802
@@ -766,6 +784,10 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
             dt = dtypes.float_result(dt)
         if op.name == "to":
             dt = dtypes.from_any(attrs["dtype"])
+        elif op.diff_args == () and op.name in _COMPARISONS:
+            arrays = [x._data if isinstance(x, Tensor) else np.asarray(_py(x)) for x in inputs]
+            broadcast_shapes(*(a.shape for a in arrays))
+            return Tensor(np.asarray(op.eval(*arrays)))
         arrays = [x._data.astype(dt.np, copy=False) if isinstance(x, Tensor) and op.name != "to" else
                   x._data if isinstance(x, Tensor) else np.asarray(_py(x), dtype=dt.np) for x in inputs]
         if len(inputs) > 1:
@@ -793,6 +815,9 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
         node.version = out._version.v
         out._node = node
     return out
+
+
+_COMPARISONS = frozenset(("gt", "ge", "lt", "le", "eq", "ne"))
 
 
 def _binary(name: str, a: Any, b: Any, **attrs: Any) -> Tensor:
@@ -823,6 +848,15 @@ def _cast(t: Tensor, dt: DType) -> Tensor:
 
 def _reshape(t: Tensor, shape: tuple[int, ...], fn: str) -> Tensor:
     return _apply(REGISTRY["reshape"], t, shape=tuple(builtins.int(s) for s in shape), fn=fn)
+
+
+def _viewable(arr: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """Whether ``arr`` can be reshaped to ``shape`` without a copy (torch's view rule on strides)."""
+    try:
+        np.reshape(arr, shape, copy=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _shape_args(shape: Sequence[Any]) -> tuple[int, ...]:
@@ -866,7 +900,7 @@ def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001
     return _apply(REGISTRY["pow_tensor"], a, tensor_like(exponent, a))
 
 
-def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+def clamp(a: Tensor, min: Any = None, max: Any = None, _fn: str | None = None) -> Tensor:  # noqa: A002
     """Clamp to ``[min, max]``; the gradient passes where ``min <= a <= max``."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -878,4 +912,4 @@ def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         if max is not None:
             out = F.minimum(out, max)
         return out
-    return _apply(REGISTRY["clamp"], a, min=_py(min), max=_py(max))
+    return _apply(REGISTRY["clamp"], a, min=_py(min), max=_py(max), **({} if _fn is None else {"fn": _fn}))

@@ -141,7 +141,9 @@ def apply(op: OpDef | str, *inputs: Node, dtype: dtypes.DType | None = None, **a
         op = REGISTRY[op]
     key = tuple(sorted(attrs.items()))
     shape, inferred = op.infer(op, *inputs, **attrs)
-    return Node(op, tuple(inputs), key, shape, dtype or inferred)
+    diff = op.diff_args
+    rg = any(x.requires_grad for i, x in enumerate(inputs) if diff is None or i in diff)
+    return Node(op, tuple(inputs), key, shape, dtype or inferred, requires_grad=rg)
 
 
 def elementwise_infer(op: OpDef, *inputs: Node, **attrs: Any) -> tuple[Shape, dtypes.DType]:

@@ -46,7 +46,7 @@ def _relu_form(a: sp.Expr) -> sp.Expr:
     return sp.Piecewise((a, a > 0), (0, True))
 
 
-def _clamp_form(a: sp.Expr, min: float | None = None, max: float | None = None) -> sp.Expr:  # noqa: A002
+def _clamp_form(a: sp.Expr, min: float | None = None, max: float | None = None, fn: str = "") -> sp.Expr:  # noqa: A002
     if min is not None:
         a = sp.Max(a, min)
     if max is not None:
@@ -54,7 +54,7 @@ def _clamp_form(a: sp.Expr, min: float | None = None, max: float | None = None) 
     return a
 
 
-def _clamp_partials(a: sp.Expr, min: float | None = None, max: float | None = None) -> list:  # noqa: A002
+def _clamp_partials(a: sp.Expr, min: float | None = None, max: float | None = None, fn: str = "") -> list:  # noqa: A002
     # torch passes the gradient where min <= x <= max, bounds included
     cond = sp.true
     if min is not None:
@@ -64,7 +64,8 @@ def _clamp_partials(a: sp.Expr, min: float | None = None, max: float | None = No
     return [sp.Piecewise((1, cond), (0, True))]
 
 
-def _clamp_eval(a: np.ndarray, min: float | None = None, max: float | None = None) -> np.ndarray:  # noqa: A002
+def _clamp_eval(a: np.ndarray, min: float | None = None, max: float | None = None,  # noqa: A002
+                fn: str = "") -> np.ndarray:
     if min is not None:
         a = np.maximum(a, np.asarray(min, a.dtype))
     if max is not None:
@@ -118,8 +119,8 @@ sigmoid = _ew("sigmoid", "SigmoidBackward0", _sigmoid_eval, lambda a: 1 / (1 + s
 relu = _ew("relu", "ReluBackward0", lambda a: np.maximum(a, np.zeros((), a.dtype)), _relu_form,
            partials=lambda a: [sp.Piecewise((1, a > 0), (0, True))], keeps_int=True)
 abs_ = _ew("abs", "AbsBackward0", np.abs, sp.Abs, partials=lambda a: [sp.sign(a)], keeps_int=True)
-clamp = _ew("clamp", lambda at: "ClampBackward1", _clamp_eval, _clamp_form, partials=_clamp_partials,
-            keeps_int=True)
+clamp = _ew("clamp", lambda at: at.get("fn", "ClampBackward1"), _clamp_eval, _clamp_form, partials=_clamp_partials,
+            keeps_int=True, doc="clamp / clip / clamp_min / clamp_max; `fn` keeps torch's grad_fn name")
 
 
 def _fused_eval(*arrays: np.ndarray, expr: sp.Expr) -> np.ndarray:
@@ -151,3 +152,46 @@ def _to_infer(op: OpDef, a: Any, dtype: Any) -> Any:
 clone = _ew("clone", "CloneBackward0", np.copy, lambda a: a, keeps_int=True)
 to = register(OpDef("to", "elementwise", "ToCopyBackward0", lambda a, dtype: a.astype(np.dtype(dtype)),
                     _to_infer, form=lambda a, dtype: a, doc="dtype conversion; the gradient converts back"))
+
+
+stop_gradient = _ew("stop_gradient", "AliasBackward0", lambda a: a, lambda a: a, partials=lambda a: [0],
+                    keeps_int=True, doc="identity whose derivative is zero: detach() while tracing")
+
+
+def _where_form(c: sp.Expr, a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    return sp.Piecewise((a, sp.Ne(c, 0)), (b, True))
+
+
+# Gradients are exactly zero in the branch not taken: no NaN leaks from it.
+where = _ew("where", "WhereBackward0", lambda c, a, b: np.where(c, a, b), _where_form,
+            partials=lambda c, a, b: [0, sp.Piecewise((1, sp.Ne(c, 0)), (0, True)),
+                                      sp.Piecewise((0, sp.Ne(c, 0)), (1, True))],
+            keeps_int=True, diff_args=(1, 2))
+maximum = _ew("maximum", "MaximumBackward0", np.maximum, sp.Max,
+              partials=lambda a, b: [sp.Piecewise((1, a > b), (sp.S.Half, sp.Eq(a, b)), (0, True)),
+                                     sp.Piecewise((1, b > a), (sp.S.Half, sp.Eq(a, b)), (0, True))],
+              keeps_int=True)
+minimum = _ew("minimum", "MinimumBackward0", np.minimum, sp.Min,
+              partials=lambda a, b: [sp.Piecewise((1, a < b), (sp.S.Half, sp.Eq(a, b)), (0, True)),
+                                     sp.Piecewise((1, b < a), (sp.S.Half, sp.Eq(a, b)), (0, True))],
+              keeps_int=True)
+
+
+def _compare_infer(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
+    from .. import dtypes
+    shape, _ = elementwise_infer(op, *inputs)
+    return shape, dtypes.bool
+
+
+def _cmp(name: str, fn: Any, rel: Any) -> OpDef:
+    return register(OpDef(name, "elementwise", None, fn, _compare_infer, form=lambda a, b: sp.Piecewise(
+        (1, rel(a, b)), (0, True)), partials=lambda a, b: [0, 0], keeps_int=True, diff_args=(),
+        doc="comparison: a bool tensor, no gradient"))
+
+
+gt = _cmp("gt", np.greater, lambda a, b: a > b)
+ge = _cmp("ge", np.greater_equal, lambda a, b: a >= b)
+lt = _cmp("lt", np.less, lambda a, b: a < b)
+le = _cmp("le", np.less_equal, lambda a, b: a <= b)
+eq = _cmp("eq", np.equal, sp.Eq)
+ne = _cmp("ne", np.not_equal, sp.Ne)

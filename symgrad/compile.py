@@ -1,0 +1,255 @@
+"""``@compile``: trace once per signature, derive on the DAG, emit and load kernels; ``grad`` / ``value_and_grad``."""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .autodiff import backward_graph
+from .graph import Node
+from .ops import A, apply
+from .ops import source as _src
+from .simplify import simplify_graph
+from .tensor import Tensor, _apply, _is_number
+
+log = logging.getLogger("symgrad")
+
+STATS = {"traces": 0, "kernels": 0}
+
+
+@dataclass
+class _Entry:
+    fn: Callable
+    source: str
+    out_specs: list          # (dtype, shape) per output
+    leaves: list[Node]
+    out: Node
+    grads: list[Node | None] = field(default_factory=list)
+
+
+def _argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def _kind(a: Any) -> tuple:
+    if isinstance(a, Tensor):
+        return ("sg", a.dtype.name, tuple(a.shape))
+    if _is_number(a) and not isinstance(a, np.ndarray):
+        return ("py", "float64", ())
+    arr = np.asarray(a)
+    if arr.dtype.kind in "iub" and arr.ndim == 0:
+        return ("py", "float64", ())
+    return ("np", dtypes.from_numpy_dtype(arr.dtype if arr.dtype.kind == "f" else np.float64).name, arr.shape)
+
+
+class CompiledFunction:
+    """A traced, symbolically differentiated, code-generated function (see ``symgrad.compile``)."""
+
+    def __init__(self, fn: Callable, mode: str = "fn", argnums: int | Sequence[int] = 0) -> None:
+        self.fn = fn
+        self.mode = mode
+        self.argnums = _argnums(argnums)
+        self._single = isinstance(argnums, int)
+        self._entries: dict[tuple, _Entry] = {}
+        functools.update_wrapper(self, fn, updated=())
+        target = fn.fn if isinstance(fn, CompiledFunction) else fn
+        try:
+            self.params = list(inspect.signature(target).parameters)
+        except (TypeError, ValueError):
+            self.params = []
+
+    def __repr__(self) -> str:
+        return f"<symgrad.{self.mode} of {getattr(self.fn, '__name__', self.fn)}>"
+
+    # ------------------------------------------------------------------ tracing
+    def _name(self, i: int) -> str:
+        return self.params[i] if i < len(self.params) else f"arg{i}"
+
+    def _trace_symbolic(self, args: Sequence[Any]) -> Any:
+        """Called with tracers inside another trace: record into it (grad of grad composes)."""
+        from .trace import Tracer
+        if self.mode == "fn":
+            return self.fn(*args)
+        args = list(args)
+        alias: dict[int, Node] = {}
+        for i in self.argnums:
+            a = args[i]
+            node = a._node if isinstance(a, Tracer) else _const_tracer(a)._node
+            n = apply("fused", node, expr=A[0], dtype=node.dtype)
+            n.requires_grad = True
+            alias[i] = n
+            args[i] = Tracer.wrap(n)
+        out = self.fn(*args)
+        out_node = _as_node(out)
+        grads = self._derive(out_node, [alias[i] for i in self.argnums])
+        gts = tuple(Tracer.wrap(g) for g in grads)
+        g = gts[0] if self._single else gts
+        return g if self.mode == "grad" else (out, g)
+
+    def _derive(self, out: Node, wrt: Sequence[Node]) -> list[Node]:
+        if out.shape != ():
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {out.shape}")
+        seed = Node(_src.scalar, (), (("value", 1),), (), out.dtype, value=1)
+        grads, _ = backward_graph([out], [seed], wrt)
+        res = []
+        for w, g in zip(wrt, grads):
+            if g is None:
+                z = Node(_src.scalar, (), (("value", 0),), (), w.dtype, value=0)
+                g = apply("expand", z, shape=w.shape) if w.shape else apply("fused", z, expr=A[0], dtype=w.dtype)
+            res.append(g)
+        return res
+
+    def _build(self, kinds: Sequence[tuple]) -> _Entry:
+        from codegen import emit_numpy, load_kernel
+
+        from .lower import lower
+        from .trace import leaf, trace
+        t0 = time.perf_counter()
+        diff = set(self.argnums) if self.mode != "fn" else set()
+        leaves = [leaf(k[2], dtypes.from_any(k[1]), self._name(i), i in diff) for i, k in enumerate(kinds)]
+        out = trace(self.fn, leaves)
+        STATS["traces"] += 1
+        out_node = _as_node(out)
+        outs = [out_node]
+        grads: list = []
+        if self.mode != "fn":
+            grads = self._derive(out_node, [leaves[i]._node for i in self.argnums])
+            outs = outs + grads
+        t1 = time.perf_counter()
+        outs = simplify_graph(outs)
+        params = [(lv._node, "v", i) for i, lv in enumerate(leaves)]
+        kernel, _ = lower(self.mode, params, outs, doc=f"{self.mode} of {getattr(self.fn, '__name__', 'f')}")
+        source = emit_numpy(kernel)
+        fn, path = load_kernel(source, self.mode, prefix="compiled")
+        STATS["kernels"] += 1
+        t2 = time.perf_counter()
+        log.debug("compiled %s for %s: trace+derive %.1f ms, lower+emit+load %.1f ms (%s)", self.mode, kinds,
+                  1e3 * (t1 - t0), 1e3 * (t2 - t1), path)
+        return _Entry(fn, source, [(o.dtype, o.shape) for o in outs], [lv._node for lv in leaves], out_node,
+                      grads)
+
+    def _entry(self, args: Sequence[Any]) -> tuple[_Entry, list[tuple]]:
+        kinds = [_kind(a) for a in args]
+        key = tuple(kinds)
+        e = self._entries.get(key)
+        if e is None:
+            e = self._entries[key] = self._build(kinds)
+        return e, kinds
+
+    # ------------------------------------------------------------------ calling
+    def __call__(self, *args: Any) -> Any:
+        from .trace import Tracer
+        if any(isinstance(a, Tracer) for a in args):
+            return self._trace_symbolic(args)
+        if self.mode == "fn" and any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return self._call_recorded(args)
+        e, kinds = self._entry(args)
+        arrays = [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
+                  for a, k in zip(args, kinds)]
+        with np.errstate(all="ignore"):
+            raw = e.fn(arrays)
+        outs = []
+        for (dt, shape), r, i in zip(e.out_specs, raw, [None] + list(self.argnums)):
+            r = np.asarray(r, dtype=dt.np)
+            if r.shape != shape:
+                r = np.broadcast_to(r, shape)
+            kind = kinds[i][0] if i is not None else ("py" if all(k[0] == "py" for k in kinds) else "np")
+            if kind == "py":
+                outs.append(float(r))
+            elif any(k[0] == "sg" for k in kinds):
+                outs.append(Tensor(np.array(r)))
+            else:
+                r = np.array(r) if not r.flags.writeable or not r.flags.owndata else r
+                outs.append(r[()] if r.ndim == 0 else r)
+        if self.mode == "fn":
+            return outs[0]
+        grads = tuple(outs[1:])
+        g = grads[0] if self._single else grads
+        return g if self.mode == "grad" else (outs[0], g)
+
+    def _call_recorded(self, args: Sequence[Any]) -> Tensor:
+        """Tensor arguments that require grad: replay the traced DAG as recorded eager ops, so the
+        result composes with eager code and ``backward()``."""
+        e, _ = self._entry(args)
+        from .graph import toposort
+        env: dict[int, Any] = {lv.id: a if isinstance(a, Tensor) else Tensor(np.asarray(a, dtype=lv.dtype.np))
+                               for lv, a in zip(e.leaves, args)}
+        for n in toposort([e.out], stop=lambda m: m.id in env):
+            if n.id in env:
+                continue
+            if n.op is _src.scalar:
+                env[n.id] = n.attr("value")
+            elif n.op is _src.const:
+                env[n.id] = Tensor(n.value)
+            else:
+                env[n.id] = _apply(n.op, *[env[i.id] for i in n.inputs], **dict(n.attrs))
+        return env[e.out.id]
+
+    # ------------------------------------------------------------------ inspection
+    def source(self, *args: Any) -> str:
+        """The generated kernel source for these example arguments' signature."""
+        e, _ = self._entry(args)
+        return e.source
+
+    def formulas(self, *args: Any) -> Any:
+        """Forward and gradient formulas for these example arguments (printable, ``.latex()``)."""
+        from .formula import CompiledFormulas
+        grad_fn = self if self.mode != "fn" else CompiledFunction(self.fn, "value_and_grad",
+                                                                  tuple(range(len(args))))
+        e, kinds = grad_fn._entry(args)
+        names = [self._name(i) for i in range(len(args))]
+        return CompiledFormulas(e.out, e.grads, [names[i] for i in grad_fn.argnums],
+                                getattr(self.fn, "__name__", "f"), names)
+
+
+def _as_node(out: Any) -> Node:
+    from .trace import Tracer
+    if isinstance(out, Tracer):
+        return out._node
+    if isinstance(out, Tensor) or _is_number(out) or isinstance(out, np.ndarray):
+        return _const_tracer(out)._node
+    raise TypeError(f"a compiled function must return a tensor or a number, not {type(out).__name__}")
+
+
+def _const_tracer(x: Any) -> Any:
+    from .tensor import _const_node
+    from .trace import Tracer
+    t = x if isinstance(x, Tensor) else Tensor(np.asarray(x, dtype=np.float64))
+    return Tracer.wrap(_const_node(t))
+
+
+def compile(fn: Callable | None = None) -> Any:  # noqa: A001
+    """Trace ``fn`` once per argument signature and run generated kernels.
+
+    >>> import symgrad as sg, numpy as np
+    >>> @sg.compile
+    ... def loss(x, y):
+    ...     return (sg.sin(x) * sg.exp(-y**2)).sum()
+    >>> round(loss(np.zeros(3), np.ones(3)), 6)
+    0.0
+    """
+    if fn is None:
+        return compile
+    return CompiledFunction(fn, "fn")
+
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0) -> CompiledFunction:
+    """The gradient of a scalar function, as a compiled function (JAX's ``grad``).
+
+    >>> import symgrad as sg
+    >>> df = sg.grad(lambda a, b: a * b + sg.sin(a))
+    >>> round(df(1.0, 2.0), 6)
+    2.540302
+    """
+    return CompiledFunction(f, "grad", argnums)
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> CompiledFunction:
+    """``(f(*args), grad(f)(*args))`` from one fused kernel."""
+    return CompiledFunction(f, "value_and_grad", argnums)

@@ -1,0 +1,142 @@
+"""Tracing: run a function once on symbolic ``Tracer`` tensors and record the same DAG eager mode records."""
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import _trace, dtypes
+from .errors import TracingError
+from .grad_mode import is_grad_enabled
+from .graph import Node
+from .ops import OpDef, apply
+from .ops import source as _src
+from .tensor import Tensor, _const_node, _is_number, _py
+
+_PKG = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_frame() -> tuple[str, int, str]:
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG):
+        f = f.f_back
+    if f is None:
+        return "<unknown>", 0, ""
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f.f_code.co_filename, f.f_lineno, line
+
+
+class Tracer(Tensor):
+    """A tensor with a shape and dtype but no values, standing for an argument while tracing."""
+
+    __slots__ = ()
+
+    @classmethod
+    def wrap(cls, node: Node) -> Tracer:
+        t = cls(np.broadcast_to(np.zeros((), node.dtype.np), node.shape), _node=node)
+        return t
+
+    @property
+    def requires_grad(self) -> bool:  # type: ignore[override]
+        return self._node.requires_grad
+
+    def _concrete(self, what: str) -> Any:
+        path, line, code = _user_frame()
+        raise TracingError(
+            f"{what} needs a concrete value, but this tensor is being traced by symgrad.compile "
+            f"(at {path}:{line}: `{code}`). Python control flow cannot depend on traced values: "
+            "use sg.where(condition, a, b) for a data-dependent choice (it becomes a SymPy Piecewise); "
+            "control flow on shapes (x.shape, x.ndim) is fine.")
+
+    def __bool__(self) -> bool:
+        return self._concrete("bool() (an `if`, `while`, `and`/`or` or assert on a tensor)")
+
+    def __float__(self) -> float:
+        return self._concrete("float()")
+
+    def __int__(self) -> int:
+        return self._concrete("int()")
+
+    def __index__(self) -> int:
+        return self._concrete("using a tensor as an index")
+
+    def item(self) -> Any:
+        return self._concrete("item()")
+
+    def tolist(self) -> Any:
+        return self._concrete("tolist()")
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        return self._concrete("numpy()")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._concrete("conversion to a numpy array")
+
+    def __repr__(self) -> str:
+        return f"Tracer(shape={list(self.shape)}, dtype={self.dtype!r})"
+
+    __str__ = __repr__
+
+    def detach(self) -> Tracer:
+        return Tracer.wrap(_record_node(apply("stop_gradient", self._node), (self,), False))
+
+    @property
+    def data(self) -> Tracer:  # type: ignore[override]
+        return self.detach()
+
+
+def _record_node(node: Node, inputs: Sequence[Any], may_grad: bool) -> Node:
+    node.requires_grad = may_grad and is_grad_enabled() and any(
+        isinstance(x, Tensor) and x._node is not None and x._node.requires_grad for x in inputs)
+    return node
+
+
+class TraceContext:
+    """Installed as ``_trace.active`` while a function is traced; records every op applied."""
+
+    def __enter__(self) -> TraceContext:
+        self._prev = _trace.active
+        _trace.active = self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _trace.active = self._prev
+
+    def record(self, op: OpDef, inputs: Sequence[Any], attrs: dict, out_dtype: Any = None) -> Tensor:
+        nodes = []
+        for x in inputs:
+            if isinstance(x, Tracer):
+                nodes.append(x._node)
+            elif isinstance(x, Tensor):
+                nodes.append(_const_node(x))
+            elif _is_number(x):
+                v = _py(x)
+                nodes.append(Node(_src.scalar, (), (("value", v),), (), dtypes.result_type(v), value=v))
+            else:
+                nodes.append(_const_node(Tensor(np.asarray(x))))
+        dt = None
+        if op.family == "elementwise" and op.name not in ("to",):
+            dt = dtypes.result_type(*inputs)
+            if not op.keeps_int:
+                dt = dtypes.float_result(dt)
+            if op.infer.__name__ == "_compare_infer":
+                dt = dtypes.bool
+        node = apply(op, *nodes, dtype=dt, **attrs)
+        diff = op.diff_args
+        grad_inputs = [x for i, x in enumerate(inputs) if diff is None or i in diff]
+        _record_node(node, grad_inputs, node.dtype.is_floating_point)
+        return Tracer.wrap(node)
+
+
+def leaf(shape: tuple[int, ...], dtype: dtypes.DType, name: str, requires_grad: bool) -> Tracer:
+    n = Node(_src.leaf, (), (), tuple(shape), dtype, requires_grad=requires_grad, name=name)
+    return Tracer.wrap(n)
+
+
+def trace(fn: Callable, args: Sequence[Tracer]) -> Any:
+    """Run ``fn`` on tracers; returns what it returns (tracers, numbers or constants)."""
+    with TraceContext():
+        return fn(*args)

@@ -1,0 +1,421 @@
+"""Hypothesis-generated random programs, run step by step in symgrad and in torch.
+
+A program is a few leaves and a list of abstract steps (an op kind and some integers that pick
+operands and attributes). ``Runner`` executes it in lockstep in both libraries: every decision
+(which operand, which dims, whether an input must first be moved into a safe domain) is taken from
+torch's values, so both libraries run the same ops. Operands come from a pool that holds every
+value made so far, so subexpressions are shared and leaves are used several times.
+
+At the end every value of the pool, the gradient of every leaf (``backward()`` of a reduction,
+``backward(v)`` of a non-scalar output, twice with ``retain_graph``, or ``autograd.grad``) and a
+retained intermediate gradient are compared with torch: float64 to rtol 1e-10, float32 to 1e-5.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from conftest import TOLERANCES, assert_close, grad_fn_name
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import symgrad as sg
+
+LEAF_SHAPES = [(), (3,), (2, 3), (2, 1), (1, 3), (3, 1, 2), (2, 3, 2)]
+MAX_ABS = 8.0
+
+
+@dataclass
+class Pair:
+    """One value of the program in both libraries."""
+
+    s: Any  # symgrad tensor
+    t: torch.Tensor
+
+    @property
+    def np(self) -> np.ndarray:
+        return self.t.detach().numpy()
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.t.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.t.ndim
+
+
+LIBS = (sg, torch)
+
+
+def both(fn: Callable, *pairs: Pair) -> Pair:
+    """``fn(lib, *tensors)`` in each library."""
+    return Pair(fn(sg, *(p.s for p in pairs)), fn(torch, *(p.t for p in pairs)))
+
+
+def _broadcastable(a: tuple, b: tuple) -> bool:
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y and x != 1 and y != 1:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------- safe domains
+
+def positive(p: Pair) -> Pair:
+    """``p`` if it is safely positive, else ``p*p + 0.5``."""
+    return p if p.np.min(initial=1.0) >= 0.2 else both(lambda lib, x: x * x + 0.5, p)
+
+
+def nonzero(p: Pair) -> Pair:
+    """``p`` if it is safely away from zero, else ``p*p + 0.5``."""
+    return p if np.abs(p.np).min(initial=1.0) >= 0.2 else both(lambda lib, x: x * x + 0.5, p)
+
+
+def bounded(p: Pair, bound: float = 3.0) -> Pair:
+    """``p`` if it is within ``bound``, else ``tanh(p)``."""
+    return p if np.abs(p.np).max(initial=0.0) <= bound else both(lambda lib, x: lib.tanh(x), p)
+
+
+# ---------------------------------------------------------------------------- the ops
+
+UNARY: dict[str, Callable[[Pair, int], Pair]] = {
+    "neg": lambda p, k: both(lambda lib, x: -x, p),
+    "exp": lambda p, k: both(lambda lib, x: lib.exp(x), bounded(p)),
+    "log": lambda p, k: both(lambda lib, x: x.log(), positive(p)),
+    "log1p": lambda p, k: both(lambda lib, x: lib.log1p(x), positive(p)),
+    "sqrt": lambda p, k: both(lambda lib, x: x.sqrt(), positive(p)),
+    "sin": lambda p, k: both(lambda lib, x: lib.sin(x), p),
+    "cos": lambda p, k: both(lambda lib, x: x.cos(), p),
+    "tan": lambda p, k: both(lambda lib, x: x.tan(), bounded(p, 1.2)),
+    "tanh": lambda p, k: both(lambda lib, x: x.tanh(), p),
+    "sigmoid": lambda p, k: both(lambda lib, x: lib.sigmoid(x), p),
+    "relu": lambda p, k: both(lambda lib, x: x.relu(), p),
+    "abs": lambda p, k: both(lambda lib, x: x.abs(), p),
+    "reciprocal": lambda p, k: both(lambda lib, x: x.reciprocal(), nonzero(p)),
+    "clamp": lambda p, k: both([lambda lib, x: x.clamp(-0.5, 0.7), lambda lib, x: x.clamp(min=0.1),
+                                lambda lib, x: lib.clamp(x, max=0.3), lambda lib, x: x.clamp_min(-0.2)][k % 4], p),
+    "clone": lambda p, k: both(lambda lib, x: x.clone(), p),
+}
+
+
+def _pow_scalar(p: Pair, k: int) -> Pair:
+    e = [2, 3, 0.5, -1, 1.5, 2.0, -2, 1][k % 8]
+    if isinstance(e, float) and not e.is_integer():
+        p = positive(p)
+    elif e < 0:
+        p = nonzero(p)
+    return both(lambda lib, x: x ** e, bounded(p))
+
+
+def _rpow(p: Pair, k: int) -> Pair:
+    c = [2.0, 0.5, 3][k % 3]
+    return both(lambda lib, x: c ** x, bounded(p))
+
+
+def _scalar_binary(p: Pair, k: int) -> Pair:
+    c = [2.5, -1.5, 3, 0.5, 2][k % 5]
+    form = (k // 5) % 8
+    if form == 7:
+        p = nonzero(p)
+    return both([lambda lib, x: x + c, lambda lib, x: c + x, lambda lib, x: x - c, lambda lib, x: c - x,
+                 lambda lib, x: x * c, lambda lib, x: c * x, lambda lib, x: x / c, lambda lib, x: c / x][form], p)
+
+
+UNARY["pow"] = _pow_scalar
+UNARY["rpow"] = _rpow
+UNARY["scalar"] = _scalar_binary
+
+
+def _binary(kind: str, a: Pair, b: Pair, k: int) -> Pair:
+    if kind == "add":
+        return both([lambda lib, x, y: x + y, lambda lib, x, y: lib.add(x, y, alpha=2.0)][k % 2], a, b)
+    if kind == "sub":
+        return both([lambda lib, x, y: x - y, lambda lib, x, y: x.sub(y, alpha=0.5)][k % 2], a, b)
+    if kind == "mul":
+        return both(lambda lib, x, y: x * y, a, b)
+    if kind == "div":
+        return both(lambda lib, x, y: x / y, a, nonzero(b))
+    if kind == "pow":
+        return both(lambda lib, x, y: x ** y, bounded(positive(a)), bounded(b, 2.0))
+    raise AssertionError(kind)
+
+
+BINARY = ("add", "sub", "mul", "div", "pow")
+
+
+def _reduce(p: Pair, k: int) -> Pair:
+    op = "sum" if k % 2 else "mean"
+    keepdim = bool((k // 2) % 2)
+    choice = (k // 4) % 5
+    nd = p.ndim
+    if choice == 0:
+        return both(lambda lib, x: getattr(x, op)(), p)
+    if choice == 1 or nd == 0:
+        d = None if nd == 0 and choice > 1 else (k // 20) % max(nd, 1)
+        if d is None:
+            return both(lambda lib, x: getattr(x, op)(dim=None, keepdim=keepdim), p)
+        return both(lambda lib, x: getattr(x, op)(d, keepdim=keepdim), p)
+    if choice == 2:
+        d = -1 - (k // 20) % nd
+        return both(lambda lib, x: getattr(lib, op)(x, d, keepdim), p)
+    if choice == 3:
+        dims = tuple(d for d in range(nd) if (k >> (5 + d)) % 2) or (0,)
+        return both(lambda lib, x: getattr(x, op)(dims, keepdim=keepdim), p)
+    return both(lambda lib, x: getattr(x, op)(dim=tuple(range(nd)), keepdim=keepdim), p)
+
+
+def _reshape(p: Pair, k: int) -> Pair:
+    shape, n = p.shape, int(np.prod(p.shape))
+    choice = k % 9
+    if choice == 0:
+        return both(lambda lib, x: x.reshape(-1), p)
+    if choice == 1:
+        new = (n,) if n % 2 else (2, -1)
+        try:
+            p.t.view(new)
+        except RuntimeError:
+            return both(lambda lib, x: x.reshape(new), p)
+        return both(lambda lib, x: x.view(new), p)
+    if choice == 2:
+        return both(lambda lib, x: x.flatten(), p)
+    if choice == 3:
+        return both(lambda lib, x: x.squeeze(), p)
+    if choice == 4 and p.ndim:
+        d = (k // 9) % p.ndim
+        return both(lambda lib, x: x.squeeze(d), p)
+    if choice == 5:
+        d = (k // 9) % (p.ndim + 1)
+        return both(lambda lib, x: x.unsqueeze(d), p)
+    if choice == 6 and p.ndim >= 2:
+        d0, d1 = (k // 9) % p.ndim, (k // 27) % p.ndim
+        return both(lambda lib, x: x.transpose(d0, -1 - d1), p)
+    if choice == 7 and p.ndim >= 2:
+        perms = list(itertools.permutations(range(p.ndim)))
+        perm = perms[(k // 9) % len(perms)]
+        if p.ndim == 2 and (k // 9) % 2:
+            return both(lambda lib, x: x.T, p)
+        return both(lambda lib, x: x.permute(*perm), p)
+    if choice == 8:
+        # expand a size-1 dim (or a new leading one)
+        ones = [i for i, s in enumerate(shape) if s == 1]
+        if ones:
+            new = tuple(3 if i == ones[(k // 9) % len(ones)] else s for i, s in enumerate(shape))
+        else:
+            new = (2, *shape)
+        return both(lambda lib, x: x.expand(*new), p)
+    return both(lambda lib, x: x.reshape(shape[::-1]) if n else x, p)
+
+
+def _index(p: Pair, k: int) -> Pair:
+    if p.ndim == 0:
+        return both(lambda lib, x: x[None] if k % 2 else x[...], p)
+    n0 = p.shape[0]
+    choice = k % 7
+    if choice == 0:
+        i = (k // 7) % n0 - (n0 if (k // 7) % 2 else 0)
+        i = max(min(i, n0 - 1), -n0)
+        return both(lambda lib, x: x[i], p)
+    if choice == 1:
+        start = (k // 7) % n0
+        return both(lambda lib, x: x[start:], p)
+    if choice == 2:
+        return both(lambda lib, x: x[::2], p)
+    if choice == 3:
+        return both(lambda lib, x: x[..., None], p)
+    if choice == 4 and p.ndim >= 2:
+        j = (k // 7) % p.shape[1]
+        return both(lambda lib, x: x[:, j], p)
+    if choice == 5:
+        idx = [(k // 7 + j) % n0 for j in range(3)]  # repeats when n0 < 3
+        return both(lambda lib, x: x[idx], p)
+    return both(lambda lib, x: x[-1:, ...], p)
+
+
+def _cast(p: Pair, k: int) -> Pair:
+    if k % 2:
+        return both(lambda lib, x: x.double() if x.dtype == lib.float32 else x.float(), p)
+    return both(lambda lib, x: x.to(lib.float64 if x.dtype == lib.float32 else lib.float32), p)
+
+
+def _inplace(a: Pair, b: Pair, k: int) -> Pair:
+    """``z = a.clone(); z.op_(b)`` with ``b`` broadcast into ``z``'s shape (or a Python number)."""
+    use_scalar = k % 3 == 0 or not _broadcastable(a.shape, b.shape) or \
+        np.broadcast_shapes(a.shape, b.shape) != a.shape
+    form = (k // 3) % 5
+    if not use_scalar and form == 3:
+        b = nonzero(b)
+    z = both(lambda lib, x: x.clone(), a)
+
+    def run(lib: Any, zz: Any, y: Any) -> Any:
+        other = 1.5 if use_scalar else y
+        if form == 0:
+            zz.add_(other)
+        elif form == 1:
+            zz.mul_(other)
+        elif form == 2:
+            zz.sub_(other, alpha=2)
+        elif form == 3:
+            zz.div_(other)
+        else:
+            zz += other
+        return zz
+
+    return both(run, z, b)
+
+
+# ---------------------------------------------------------------------------- programs
+
+STEP_KINDS = (["unary"] * 6 + ["binary"] * 5 + ["reduce"] * 2 + ["reshape"] * 3 + ["index"] * 2
+              + ["cast", "inplace", "no_grad", "detach"])
+UNARY_NAMES = sorted(UNARY)
+
+
+@dataclass
+class Program:
+    dtype: str
+    leaves: list[tuple[tuple, bool]]
+    steps: list[tuple[str, int, int, int]]
+    finish: str
+    retain: int
+    seed: int
+
+
+@st.composite
+def programs(draw: Any) -> Program:
+    dtype = draw(st.sampled_from(["float32", "float64"]))
+    n = draw(st.integers(1, 3))
+    leaves = [(draw(st.sampled_from(LEAF_SHAPES)), draw(st.booleans()) if i else True) for i in range(n)]
+    step = st.tuples(st.sampled_from(STEP_KINDS), st.integers(0, 50), st.integers(0, 50), st.integers(0, 10_000))
+    steps = draw(st.lists(step, min_size=1, max_size=9))
+    finish = draw(st.sampled_from(["sum", "mean", "v", "v", "twice", "grad"]))
+    retain = draw(st.integers(0, 20))
+    seed = draw(st.integers(0, 2**31 - 1))
+    return Program(dtype, leaves, steps, finish, retain, seed)
+
+
+class Runner:
+    """Executes a ``Program`` in both libraries and checks them against each other."""
+
+    def __init__(self, prog: Program) -> None:
+        self.prog = prog
+        self.rng = np.random.default_rng(prog.seed)
+        self.leaves: list[Pair] = []
+        for shape, rg in prog.leaves:
+            arr = self.rng.uniform(-2.0, 2.0, shape).astype(prog.dtype)
+            self.leaves.append(Pair(sg.tensor(arr.copy(), requires_grad=rg), torch.tensor(arr.copy(), requires_grad=rg)))
+        self.pool: list[Pair] = list(self.leaves)
+        self.mixed = False
+
+    def pick(self, i: int) -> Pair:
+        return self.pool[-1 - i % len(self.pool)]
+
+    def partner(self, a: Pair, j: int) -> Pair | None:
+        """A pool value that broadcasts with ``a``, searching from choice ``j``."""
+        for off in range(len(self.pool)):
+            b = self.pick(j + off)
+            if _broadcastable(a.shape, b.shape):
+                return b
+        return None
+
+    def step(self, kind: str, i: int, j: int, k: int) -> Pair:
+        a = self.pick(i)
+        if kind == "unary":
+            return UNARY[UNARY_NAMES[k % len(UNARY_NAMES)]](a, k // len(UNARY_NAMES))
+        if kind == "binary":
+            b = self.partner(a, j)
+            if b is None:
+                return _scalar_binary(a, k)
+            return _binary(BINARY[k % len(BINARY)], a, b, k // len(BINARY))
+        if kind == "reduce":
+            return _reduce(a, k)
+        if kind == "reshape":
+            return _reshape(a, k)
+        if kind == "index":
+            return _index(a, k)
+        if kind == "cast":
+            self.mixed = True
+            return _cast(a, k)
+        if kind == "inplace":
+            return _inplace(a, self.pick(j), k)
+        if kind == "no_grad":
+            with sg.no_grad(), torch.no_grad():
+                return UNARY[UNARY_NAMES[k % len(UNARY_NAMES)]](a, k // len(UNARY_NAMES))
+        if kind == "detach":
+            return both(lambda lib, x: x.detach(), a)
+        raise AssertionError(kind)
+
+    def run(self) -> None:
+        prog = self.prog
+        for kind, i, j, k in prog.steps:
+            out = self.step(kind, i, j, k)
+            if np.abs(out.np).max(initial=0.0) > MAX_ABS:
+                out = both(lambda lib, x: lib.tanh(x), out)
+            self.pool.append(out)
+        rtol, atol = TOLERANCES["float32" if self.mixed else prog.dtype]
+        # every value made, its requires_grad and its grad_fn's class
+        for n, p in enumerate(self.pool):
+            assert_close(p.s, p.t, rtol=rtol, atol=atol, what=f"value {n}")
+            assert p.s.requires_grad == p.t.requires_grad, f"requires_grad of value {n}"
+            assert grad_fn_name(p.s) == grad_fn_name(p.t), f"grad_fn of value {n}"
+        self.backward(rtol, atol)
+
+    def backward(self, rtol: float, atol: float) -> None:
+        prog = self.prog
+        live = [p for p in self.pool if p.t.requires_grad]
+        out = live[-1]
+        retained = None
+        inner = [p for p in live if not p.t.is_leaf and p is not out]
+        if inner and prog.retain < len(inner):
+            retained = inner[-1 - prog.retain]
+            retained.s.retain_grad()
+            retained.t.retain_grad()
+        dt = out.t.dtype
+        v = torch.tensor(self.rng.standard_normal(out.shape)).to(dt)
+        sv = sg.tensor(v.numpy().copy())
+        if prog.finish == "sum":
+            out.s.sum().backward()
+            out.t.sum().backward()
+        elif prog.finish == "mean":
+            out.s.mean().backward()
+            out.t.mean().backward()
+        elif prog.finish == "v":
+            out.s.backward(sv)
+            out.t.backward(v)
+        elif prog.finish == "twice":
+            out.s.backward(sv, retain_graph=True)
+            out.t.backward(v, retain_graph=True)
+            out.s.backward(sv * 0.5)
+            out.t.backward(v * 0.5)
+        else:
+            wrt = [p for p in self.leaves if p.t.requires_grad]
+            gs = sg.autograd.grad(out.s, [p.s for p in wrt], grad_outputs=sv, allow_unused=True)
+            gt = torch.autograd.grad(out.t, [p.t for p in wrt], grad_outputs=v, allow_unused=True)
+            for n, (a, b) in enumerate(zip(gs, gt)):
+                assert_close(a, b, rtol=rtol, atol=atol, what=f"autograd.grad {n}")
+        for n, p in enumerate(self.leaves):
+            assert_close(p.s.grad, p.t.grad, rtol=rtol, atol=atol, what=f"grad of leaf {n}")
+        if retained is not None:
+            assert_close(retained.s.grad, retained.t.grad, rtol=rtol, atol=atol, what="retained grad")
+
+
+N_PROGRAMS = 320
+
+
+def test_random_programs_match_torch():
+    """At least 300 random programs agree with torch (values, requires_grad, grad_fn names, gradients)."""
+    ran: list[Program] = []
+
+    @settings(max_examples=N_PROGRAMS, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(programs())
+    def check(prog: Program) -> None:
+        ran.append(prog)
+        Runner(prog).run()
+
+    check()
+    assert len(ran) >= 300, len(ran)
