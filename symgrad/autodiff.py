@@ -57,7 +57,9 @@ def _elementwise_vjp(node: Node, g: Node, masked: bool) -> tuple[tuple[Node | No
             if masked and not p.is_Number:
                 e = sp.Piecewise((0, sp.Eq(A[0], 0)), (e, True))
             c = fused(ins, e, node.dtype)
-            saves = saves or any(inp is not g and inp.op.name != "scalar" for inp in c.inputs)
+            # torch also saves a Python number a rule reads (``x * 2`` keeps ``2``), as a wrapped tensor
+            saves = saves or any(inp is not g and inp.op.name != "scalar" for inp in c.inputs) or any(
+                A[k] in p.free_symbols for k, inp in enumerate(node.inputs) if inp.op.name == "scalar")
         out.append(sum_to_node(c, x.shape))
     return tuple(out), saves
 
@@ -66,14 +68,35 @@ def _add(a: Node, b: Node) -> Node:
     return fused((a, b), A[0] + A[1], a.dtype)
 
 
-def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[Node]
-                   ) -> tuple[list[Node | None], set[int]]:
+def _forward_reads(c: Node, forward: set[int], seen: set[int]) -> list[Node]:
+    """The forward nodes an adjoint contribution ``c`` reads (walking only nodes not seen before)."""
+    out, stack, found = [], [c], set()
+    while stack:
+        n = stack.pop()
+        if n.id in forward:
+            if n.op.name != "scalar" and n.id not in found:
+                found.add(n.id)
+                out.append(n)
+            continue
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        stack.extend(n.inputs)
+    return out
+
+
+def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[Node],
+                   reads: list[tuple[int, int]] | None = None) -> tuple[list[Node | None], set[int]]:
     """Adjoint nodes of ``wrt`` for cotangents ``seeds`` on ``roots``.
 
     Returns the adjoints (None where structurally zero) and the ids of forward nodes whose rule
-    read saved values (torch frees those after a backward without ``retain_graph``).
+    read saved values (torch frees those after a backward without ``retain_graph``). When
+    ``reads`` is a list, (rule's node id, read node id) pairs are appended to it: which forward
+    values each rule saved, for torch's check that none was modified in place since.
     """
     order = toposort(roots, stop=lambda n: not n.requires_grad)
+    forward = {n.id for n in order}
+    walked: set[int] = {s.id for s in seeds}
     adj: dict[int, list[Node]] = {}
     for r, s in zip(roots, seeds):
         adj.setdefault(r.id, []).append(s)
@@ -102,6 +125,8 @@ def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[N
         for x, c in zip(node.inputs, contribs):
             if c is not None and x.requires_grad:
                 adj.setdefault(x.id, []).append(c)
+                if reads is not None:
+                    reads.extend((node.id, r.id) for r in _forward_reads(c, forward, walked))
                 if is_masked or node.op.name == "where":
                     masked.add(c.id)
     return [total.get(w.id) for w in wrt], saving

@@ -89,6 +89,8 @@ def grad_fn_of(node: Node) -> GradFn:
 def _next_fn(node: Node) -> GradFn | None:
     if not node.requires_grad:
         return None
+    if node.op.name == "clone" and node.attr("saved"):
+        return _next_fn(node.inputs[0])
     if node.op is _src.leaf:
         if node.fn is None:
             node.fn = AccumulateGrad(node)
@@ -135,6 +137,7 @@ class Program:
     fn: Callable
     reads: list[int]          # forward values (topo positions) the code reads
     saving: list[int]         # topo positions of nodes whose rule read saved values
+    saved: list[tuple[int, int]]  # (rule's node, value it reads) topo positions, latest rule first
     zero: list[bool]          # per wrt: structurally zero gradient
     source: str
     path: Any
@@ -160,7 +163,8 @@ def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[No
     from .simplify import simplify_graph
     t0 = time.perf_counter()
     seeds = [Node(_src.const, (), (), shape, dt, name=f"seed{i}") for i, (shape, dt) in enumerate(seed_specs)]
-    grads, saving = backward_graph(roots, seeds, wrt)
+    pairs: list[tuple[int, int]] = []
+    grads, saving = backward_graph(roots, seeds, wrt, reads=pairs)
     t1 = time.perf_counter()
     outs = [g if g is not None else seeds[0] for g in grads]
     outs = simplify_graph(outs)
@@ -174,14 +178,17 @@ def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[No
     pos = {n.id: i for i, n in enumerate(order)}
     log.debug("derived a backward program for %d nodes: differentiate %.1f ms, lower+emit %.1f ms (%s)",
               len(order), 1e3 * (t1 - t0), 1e3 * (t2 - t1), path)
-    return Program(fn, reads, sorted(pos[i] for i in saving if i in pos), [g is None for g in grads], source, path)
+    read_set = set(reads)
+    saved = sorted({(pos[r], pos[v]) for r, v in pairs if r in pos and v in pos and pos[v] in read_set}, reverse=True)
+    return Program(fn, reads, sorted(pos[i] for i in saving if i in pos), saved, [g is None for g in grads], source,
+                   path)
 
 
 _FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
     "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
     "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
-    "saved tensors after calling it.")
+    "saved tensors after calling backward.")
 
 
 def _type_str(n: Node) -> str:
@@ -189,25 +196,48 @@ def _type_str(n: Node) -> str:
     return f"torch.{_torch_type_name(n.dtype)}Tensor [{', '.join(map(str, n.shape))}]"
 
 
+def _short_name(fn_name: str) -> str:
+    """How torch's version-counter error names a node: ``ExpBackward0`` -> ``Exp``, ``ClampBackward1`` -> ``Clamp1``."""
+    return fn_name.replace("Backward0", "").replace("Backward", "")
+
+
 def _check_saved(order: Sequence[Node], prog: Program) -> None:
+    """Raise torch's errors for a graph whose saved values were freed or modified in place since."""
+    from .tensor import SAVED_INPUTS
     for i in prog.saving:
         if order[i].freed:
             raise RuntimeError(_FREED_MSG)
-    for i in prog.reads:
-        n = order[i]
-        if n.storage is not None and n.storage.v != n.version and n.op is not _src.leaf:
-            fn = "" if n.op.family == "source" else f", which is output 0 of {grad_fn_of(n).name()}"
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{_type_str(n)}]{fn}, is at version {n.storage.v}; expected version {n.version} instead. Hint: "
-                "enable anomaly detection to find the operation that failed to compute its gradient, with "
-                "torch.autograd.set_detect_anomaly(True).")
-        if n.op is _src.leaf and n.storage is not None and n.storage.v != n.version:
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{_type_str(n)}] is at version {n.storage.v}; expected version {n.version} instead. Hint: enable "
-                "anomaly detection to find the operation that failed to compute its gradient, with "
-                "torch.autograd.set_detect_anomaly(True).")
+    # torch runs the rules latest first and reports the first saved value found modified
+    for r, v in prog.saved:
+        n = order[v]
+        if n.storage is None:
+            continue
+        owner = None
+        if r == v:  # a rule reading its own result: torch names the op that saved it
+            expected = n.version
+        else:  # a rule reading an input: the version and tensor it saved
+            rec = SAVED_INPUTS.get(order[r])
+            k = next((k for k, x in enumerate(order[r].inputs) if x is n), None)
+            if rec is None or k is None or rec[k] is None:
+                if n.op is _src.leaf:
+                    continue
+                expected = n.version
+            else:
+                expected, ref = rec[k]
+                owner = ref()
+        if n.storage.v == expected:
+            continue
+        if r == v:
+            name = grad_fn_of(n).name()
+        else:
+            cur = owner._node if owner is not None else (None if n.op.family == "source" else n)
+            name = None if cur is None or cur.op is _src.leaf else grad_fn_of(cur).name()
+        which = "" if name is None else f", which is output 0 of {_short_name(name)},"
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{_type_str(n)}]{which} is at version {n.storage.v}; expected version {expected} instead. Hint: "
+            "enable anomaly detection to find the operation that failed to compute its gradient, with "
+            "torch.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
 def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node], retain_graph: bool
@@ -223,9 +253,6 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
                                                                    for s in seeds])
     else:
         STATS["hits"] += 1
-    for n in order:
-        if n.op is _src.leaf:
-            n.version = n.storage.v if n.storage is not None else 0
     _check_saved(order, prog)
     values = [n.value for n in order]
     with np.errstate(all="ignore"):
@@ -239,7 +266,9 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
         o = np.asarray(o, dtype=w.dtype.np)
         if o.shape != w.shape:
             o = np.broadcast_to(o, w.shape)
-        if not o.flags.writeable or not o.flags.owndata or any(o is v for v in values) or any(o is s for s in seeds):
+        # each gradient gets its own buffer: ``.grad`` accumulates in place (two inputs can share an adjoint)
+        if (not o.flags.writeable or not o.flags.owndata or any(o is v for v in values) or any(o is s for s in seeds)
+                or any(o is r for r in result)):
             o = o.copy()
         result.append(o)
     if not retain_graph:
@@ -281,7 +310,7 @@ def _roots_and_seeds(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None)
 
 def _graph_leaves(roots: Sequence[Node]) -> list[Node]:
     order = toposort(roots, stop=lambda n: not n.requires_grad)
-    return [n for n in order if n.requires_grad and (n.op is _src.leaf or n.id in _RETAINED)]
+    return [n for n in order if n.requires_grad and (n.op is _src.leaf or n.id in _RETAINED or n.id in _HOOKS)]
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
@@ -324,6 +353,10 @@ def _deliver(node: Node, g: Any, term: Any) -> None:
     for hook in _HOOKS.get(node.id, []):
         r = hook(g)
         if r is not None:
+            if node.op is not _src.leaf:
+                # the gradient program runs the whole backward at once: nothing can be replaced mid-way
+                raise RuntimeError("symgrad: a hook on a non-leaf tensor can observe its gradient but not replace "
+                                   "it; return None from the hook")
             g = r
     t = _owner(node)
     if t is None:
@@ -372,19 +405,29 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         if t._node is None:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     wrt = [t._node for t in inputs]
+    # torch also fills the ``.grad`` of retained (``retain_grad()``) tensors the gradient passes through
+    ids = {w.id for w in wrt}
+    retained = [n for n in _graph_leaves(roots) if n.op is not _src.leaf and n.id not in ids]
     if create_graph:
         from .higher import backward_create_graph
-        gs = backward_create_graph(roots, seeds, wrt)
+        gs = backward_create_graph(roots, seeds, wrt + retained)
     else:
-        arrs, _, _ = run_graph(roots, seeds, wrt, retain_graph)
+        arrs, _, _ = run_graph(roots, seeds, wrt + retained, retain_graph)
         gs = [None if a is None else Tensor(a) for a in arrs]
+    gs, extra = gs[:len(wrt)], gs[len(wrt):]
+    for node, g in zip(retained, extra):
+        if g is not None:
+            _deliver(node, g, None)
+    for w, g in zip(wrt, gs):
+        if g is not None and w.id in _RETAINED:
+            _deliver(w, g if create_graph else Tensor(g._data.copy()), None)
     out = []
-    for t, g in zip(inputs, gs):
+    for i, (t, g) in enumerate(zip(inputs, gs)):
         if g is None:
             if materialize_grads:
                 g = Tensor(np.zeros_like(t._data))
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
         out.append(g)
     return tuple(out)

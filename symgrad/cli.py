@@ -93,7 +93,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.latex:
         print(report.latex())
     if args.source:
-        print(compiled.source(*example))
+        vg = sg.value_and_grad(compiled.fn, argnums=tuple(range(len(example))))
+        print(vg.source(*example))
+        print(vg.source(*example, backend="numba"))
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -21,16 +22,25 @@ from .tensor import Tensor, _apply, _is_number
 log = logging.getLogger("symgrad")
 
 STATS = {"traces": 0, "kernels": 0}
+BACKEND = os.environ.get("SYMGRAD_BACKEND", "numba")
 
 
 @dataclass
 class _Entry:
-    fn: Callable
+    fn: Callable             # numpy kernel: fn(list_of_arrays)
     source: str
     out_specs: list          # (dtype, shape) per output
     leaves: list[Node]
     out: Node
     grads: list[Node | None] = field(default_factory=list)
+    consts: list = field(default_factory=list)   # values of closed-over constants, passed after the args
+    kernel: Any = None       # the codegen IR, for the numba backend
+    calls: int = 0
+    jit: Callable | None = None   # numba kernel: jit(*arrays), once the signature is hot
+    jit_source: str = ""
+
+
+HOT_CALLS = 2
 
 
 def _argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
@@ -123,7 +133,10 @@ class CompiledFunction:
             outs = outs + grads
         t1 = time.perf_counter()
         outs = simplify_graph(outs)
+        from .graph import toposort
+        consts = [n for n in toposort(outs) if n.op is _src.const]
         params = [(lv._node, "v", i) for i, lv in enumerate(leaves)]
+        params += [(c, "v", len(leaves) + k) for k, c in enumerate(consts)]
         kernel, _ = lower(self.mode, params, outs, doc=f"{self.mode} of {getattr(self.fn, '__name__', 'f')}")
         source = emit_numpy(kernel)
         fn, path = load_kernel(source, self.mode, prefix="compiled")
@@ -132,7 +145,24 @@ class CompiledFunction:
         log.debug("compiled %s for %s: trace+derive %.1f ms, lower+emit+load %.1f ms (%s)", self.mode, kinds,
                   1e3 * (t1 - t0), 1e3 * (t2 - t1), path)
         return _Entry(fn, source, [(o.dtype, o.shape) for o in outs], [lv._node for lv in leaves], out_node,
-                      grads)
+                      grads, [np.asarray(c.value) for c in consts], kernel)
+
+    def _jit(self, e: _Entry) -> Callable | None:
+        """The numba kernel of an entry (compiled once it is hot); None if numba can't take it."""
+        if e.jit is None and e.jit_source == "":
+            from codegen import load_kernel
+            from codegen.numba_emit import emit_numba
+            t0 = time.perf_counter()
+            try:
+                src = emit_numba(e.kernel)
+                fn, path = load_kernel(src, e.kernel.name, prefix="numba")
+                e.jit, e.jit_source = fn, src
+                log.debug("numba kernel for %s emitted in %.1f ms (%s)", self.mode, 1e3 * (time.perf_counter() - t0),
+                          path)
+            except Exception as exc:  # noqa: BLE001 - fall back to the numpy kernel, loudly in the log
+                e.jit_source = f"# numba backend unavailable: {exc}"
+                log.warning("symgrad: numba kernel for %s failed (%s); using numpy code", self.mode, exc)
+        return e.jit
 
     def _entry(self, args: Sequence[Any]) -> tuple[_Entry, list[tuple]]:
         kinds = [_kind(a) for a in args]
@@ -151,9 +181,11 @@ class CompiledFunction:
             return self._call_recorded(args)
         e, kinds = self._entry(args)
         arrays = [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
-                  for a, k in zip(args, kinds)]
+                  for a, k in zip(args, kinds)] + e.consts
+        e.calls += 1
+        jit = self._jit(e) if e.calls >= HOT_CALLS and BACKEND == "numba" else None
         with np.errstate(all="ignore"):
-            raw = e.fn(arrays)
+            raw = jit(*arrays) if jit is not None else e.fn(arrays)
         outs = []
         for (dt, shape), r, i in zip(e.out_specs, raw, [None] + list(self.argnums)):
             r = np.asarray(r, dtype=dt.np)
@@ -192,9 +224,13 @@ class CompiledFunction:
         return env[e.out.id]
 
     # ------------------------------------------------------------------ inspection
-    def source(self, *args: Any) -> str:
-        """The generated kernel source for these example arguments' signature."""
+    def source(self, *args: Any, backend: str = "numpy") -> str:
+        """The generated kernel source for these example arguments' signature (``backend="numba"``
+        for the fused-loop kernel)."""
         e, _ = self._entry(args)
+        if backend == "numba":
+            from codegen.numba_emit import emit_numba
+            return emit_numba(e.kernel)
         return e.source
 
     def formulas(self, *args: Any) -> Any:

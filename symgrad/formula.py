@@ -164,7 +164,7 @@ def _caller_names(depth: int = 2) -> dict[int, str]:
         if not mod.startswith("symgrad") or mod.startswith("symgrad.cli") or mod.startswith("symgrad.tour"):
             for scope in (f.f_locals, f.f_globals):
                 for k, v in list(scope.items()):
-                    if isinstance(v, Tensor) and not k.startswith("_"):
+                    if isinstance(v, Tensor) and k.isidentifier() and not k.startswith("_"):
                         if v._node is not None:
                             names.setdefault(v._node.id, k)
                         names.setdefault(id(v._data), k)
@@ -317,7 +317,8 @@ def _node_of(t: Any) -> Node:
     return t._node if t._node is not None else _const_node(t)
 
 
-def _grad_expr(namer: _Namer, roots: Sequence[Node], seeds: Sequence[Any], wrt: Node) -> sp.Expr:
+def _grad_expr(namer: _Namer, roots: Sequence[Node], seeds: Sequence[Any], wrt: Node
+               ) -> tuple[sp.Expr, list[tuple[sp.Symbol, sp.Expr]]]:
     from . import dtypes
     from .autodiff import backward_graph
     seed_nodes = []
@@ -329,12 +330,9 @@ def _grad_expr(namer: _Namer, roots: Sequence[Node], seeds: Sequence[Any], wrt: 
             seed_nodes.append(n)
     (g,), _ = backward_graph(list(roots), seed_nodes, [wrt])
     if g is None:
-        return sp.Integer(0)
+        return sp.Integer(0), []
     d = _Display(namer, [g])
-    e = d.of(g)
-    for s, de in reversed(d.definitions):
-        e = e.xreplace({s: de})
-    return e
+    return d.of(g), d.definitions
 
 
 def _seed_name(namer: _Namer) -> str:
@@ -363,16 +361,20 @@ def grad_formula(out: Any, x: Any = None, *, simplify: bool = True) -> Formula:
             raise RuntimeError(".grad was modified in place (other than zero_()) or accumulated too many times; "
                                "its formula is not known")
         e = sp.Integer(0)
+        defs: list = []
         for roots, seeds, w in terms.items:
-            e = e + _grad_expr(namer, roots, seeds, w)
+            te, td = _grad_expr(namer, roots, seeds, w)
+            e, defs = e + te, defs + td
     else:
         on, xn = _node_of(out), _node_of(x)
         if not on.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-        e = _grad_expr(namer, [on], [None if on.shape == () else _nonscalar_seed(on)], xn)
+        e, defs = _grad_expr(namer, [on], [None if on.shape == () else _nonscalar_seed(on)], xn)
     if simplify:
         e = display_simplify(e)
-    return Formula(e, [], namer.symbols)
+        if len(defs) <= 8:
+            defs = [(s_, display_simplify(d_)) for s_, d_ in defs]
+    return Formula(e, defs, namer.symbols)
 
 
 def _nonscalar_seed(n: Node) -> Any:
@@ -392,10 +394,9 @@ class CompiledFormulas:
         self.forward = Formula(d.of(out), list(d.definitions), namer.symbols)
         self.gradients: dict[str, Formula] = {}
         for w, g in zip(wrt, grads):
-            e = d.of(g)
-            for s, de in reversed(d.definitions):
-                e = e.xreplace({s: de})
-            self.gradients[w] = Formula(display_simplify(e), [], namer.symbols)
+            self.gradients[w] = Formula(display_simplify(d.of(g)), [], namer.symbols)
+        self.definitions = list(d.definitions)
+        self.forward.definitions = self.definitions
 
     def __str__(self) -> str:
         lines = [f"{self.name}({', '.join(self.params)}) = {self.forward}"]

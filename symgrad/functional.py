@@ -19,6 +19,8 @@ def _dt(dtype: Any) -> DType | None:
 
 
 def _finish(arr: np.ndarray, requires_grad: bool, name: str | None = None) -> Tensor:
+    if requires_grad and arr.dtype.kind != "f":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     t = Tensor(arr)
     if name is not None:
         t.name = name
@@ -323,3 +325,20 @@ def maximum(a: Any, b: Any) -> Tensor:
 def minimum(a: Any, b: Any) -> Tensor:
     """Elementwise minimum; at ties the gradient is split evenly (as torch)."""
     return _apply(REGISTRY["minimum"], _t(a), b if isinstance(b, Tensor) else _t(b))
+
+
+def _comparison(name: str):
+    def f(a: Any, b: Any) -> Tensor:
+        return getattr(_t(a), name)(b)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``{name}``: a bool tensor, outside the graph (no gradient)."
+    return f
+
+
+gt = _comparison("gt")
+ge = _comparison("ge")
+lt = _comparison("lt")
+le = _comparison("le")
+eq = _comparison("eq")
+ne = _comparison("ne")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne

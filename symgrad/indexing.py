@@ -27,7 +27,7 @@ def normalize_index(index: Any, shape: tuple[int, ...]) -> tuple:
             out.append(("n",))
         elif e is Ellipsis:
             out.append(("e",))
-            dim += len(shape) - consumed
+            dim += max(len(shape) - consumed, 0)
         elif isinstance(e, slice):
             if dim >= len(shape):
                 raise IndexError("too many indices for tensor of dimension %d" % len(shape))

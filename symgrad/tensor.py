@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import weakref
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -12,6 +13,7 @@ from .dtypes import DType
 from .grad_mode import is_grad_enabled
 from .graph import Node
 from .ops import REGISTRY, OpDef, broadcast_shapes, normalize_dims
+from .ops.base import promotion_operands
 from .ops import source as _src
 
 _LEAF, _CONST, _SCALAR = _src.leaf, _src.const, _src.scalar
@@ -154,6 +156,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
+        if flag and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -166,7 +170,7 @@ class Tensor:
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
         if requires_grad and self._data.dtype.kind != "f":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._node is None:
             self._node = Node(_LEAF, (), (), self._data.shape, self.dtype, value=self._data,
                               requires_grad=True, name=self._name)
@@ -203,11 +207,19 @@ class Tensor:
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
             if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
+                    f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size")
             if value.dtype is not self.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_cpp_type_name(value.dtype)}' to a tensor with "
+                    f"grad_dtype '{_torch_type_name(self.dtype)}'. The gradient must match the tensor's grad_dtype "
+                    "(defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific "
+                    "dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor "
+                    "and its gradient may break downstream systems that assume they match.")
         self._grad = value
 
     def retain_grad(self) -> None:
@@ -530,8 +542,13 @@ class Tensor:
 
     def reshape(self, *shape: Any) -> Tensor:
         new = _infer_shape(_shape_args(shape), self.numel())
-        # torch's reshape is a view where the strides allow one, else a copy behind ``UnsafeViewBackward0``
-        return _reshape(self, new, "ViewBackward0" if _viewable(self._data, new) else "UnsafeViewBackward0")
+        # torch's reshape: a view of a contiguous tensor, an alias of a strided one where the strides
+        # allow it, else a copy behind ``UnsafeViewBackward0``
+        if not _viewable(self._data, new):
+            fn = "UnsafeViewBackward0"
+        else:
+            fn = "ViewBackward0" if self._data.flags.c_contiguous else "ReshapeAliasBackward0"
+        return _reshape(self, new, fn)
 
     def view_as(self, other: Tensor) -> Tensor:
         return self.view(other.shape)
@@ -639,11 +656,14 @@ class Tensor:
         args = (self,) if other is None else (self, other)
         if is_grad_enabled() and self.is_leaf and self.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        if is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args):
+            # the op's own backward reads ``self`` as it was before the write, as torch's saved original self
+            args = (_original(self), *args[1:])
         res = _apply(op, *args, _out_dtype=self.dtype, **attrs)
         if res._data.shape != self._data.shape:
             raise RuntimeError(
                 f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(res.shape)}")
-        want = dtypes.result_type(*args)
+        want = dtypes.result_type(*promotion_operands(op, args, attrs))
         if not op.keeps_int:
             want = dtypes.float_result(want)
         if want.category > self.dtype.category:
@@ -735,8 +755,17 @@ def _to_array(data: Any, dtype: DType | None) -> np.ndarray:
         return arr.astype(dtypes.get_default_dtype().np)
     if arr.dtype.kind in "iu" and not isinstance(data, np.ndarray):
         return arr.astype(np.int64)
-    if arr.dtype.kind in "U" or arr.dtype == object:
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if arr.dtype.kind in "US" or arr.dtype == object:
+        first = data
+        while isinstance(first, (list, tuple)) and first:
+            first = first[0]
+        if isinstance(first, str) and first is not data:
+            # torch reads the shape along the first elements, and a string is a sequence of strings
+            raise ValueError("too many dimensions 'str'")
+        bad = next((e for e in _flatten(data) if not _is_number(e)), data)
+        if isinstance(bad, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(bad).__name__}'")
+        raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
     if arr.dtype.kind == "f" and arr.dtype not in (np.float16, np.float32, np.float64):
         return arr.astype(np.float64)
     return arr
@@ -760,6 +789,29 @@ def _unwrap(x: Any) -> Any:
     return x._data.item() if isinstance(x, Tensor) else x
 
 
+#: node -> per input (version of its storage when the node was recorded, the input tensor) or None:
+#: what torch's SavedVariable remembers, checked when a backward rule reads that input.
+SAVED_INPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _original(t: Tensor) -> Tensor:
+    """``t`` as an in-place op on it saves it: a copy of its value under a fresh version counter.
+
+    Its node, if any, is a ``clone`` of ``t``'s marked ``saved`` (hidden from ``next_functions``):
+    the gradient flows on to ``t``'s node, while the ops that saved ``t`` itself (``exp`` saves its
+    result) still see the write and raise torch's "modified by an inplace operation" error.
+    """
+    snap = Tensor(t._data.copy())
+    n = t._node
+    if n is not None:
+        saved = Node(REGISTRY["clone"], (n,), (("saved", True),), n.shape, n.dtype, value=snap._data,
+                     requires_grad=True)
+        saved.storage = snap._version
+        saved.version = snap._version.v
+        snap._node = saved
+    return snap
+
+
 def _const_node(t: Tensor) -> Node:
     n = Node(_CONST, (), (), t._data.shape, t.dtype, value=t._data, name=t._name)
     n.storage = t._version
@@ -778,8 +830,10 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
     """Run ``op`` eagerly on tensors / Python numbers and record a node when grad is needed."""
     if _trace.active is not None:
         return _trace.active.record(op, inputs, attrs, _out_dtype)
+    if op.check is not None:
+        op.check(*(x.dtype if isinstance(x, Tensor) else dtypes.result_type(_py(x)) for x in inputs), **attrs)
     if op.family == "elementwise":
-        dt = dtypes.result_type(*inputs)
+        dt = dtypes.result_type(*promotion_operands(op, inputs, attrs))
         if not op.keeps_int:
             dt = dtypes.float_result(dt)
         if op.name == "to":
@@ -798,6 +852,8 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
     value = op.eval(*arrays, **attrs)
     if not isinstance(value, np.ndarray):
         value = np.asarray(value)
+    if _out_dtype is not None:
+        dt = _out_dtype  # in-place ops keep the dtype of the tensor they write into
     if dt is not None and value.dtype != dt.np:
         value = value.astype(dt.np)
     out_dt = dtypes.from_numpy_dtype(value.dtype)
@@ -814,6 +870,7 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
         node.storage = out._version
         node.version = out._version.v
         out._node = node
+        SAVED_INPUTS[node] = tuple((x._version.v, weakref.ref(x)) if isinstance(x, Tensor) else None for x in inputs)
     return out
 
 
@@ -884,6 +941,12 @@ def _torch_type_name(d: DType) -> str:
 
 
 _scalar_type_name = _torch_type_name
+
+
+def _cpp_type_name(d: DType) -> str:
+    """The C++ name torch's messages give a dtype (``double``, ``long int``)."""
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}[d.name]
 
 
 def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001

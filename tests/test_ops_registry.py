@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -67,6 +68,11 @@ def _log1p_dom(rng: np.random.Generator, shape: tuple) -> np.ndarray:
     return rng.uniform(-0.5, 2.0, shape)
 
 
+def _few(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Values from {-1, 0, 1}: comparisons see ties."""
+    return rng.integers(-1, 2, shape).astype(np.float64)
+
+
 # ---------------------------------------------------------------------------- the table
 
 @dataclass
@@ -80,6 +86,10 @@ class Case:
     label: str = ""
     #: ops without a public API: no grad_fn name to compare with torch's
     internal: bool = False
+    #: False for ops without a gradient (comparisons): no node is recorded, the result is a constant
+    grad: bool = True
+    #: the op's gradient is zero by definition (``stop_gradient``), whatever its form
+    stops_gradient: bool = False
     #: finite-difference step and tolerance (linear ops with a float32 output use a big step)
     fd_h: float = 1e-6
     fd_rtol: float = 1e-6
@@ -271,6 +281,20 @@ CASES: list[Case] = [
          "slices", internal=True),
     Case("index_add", _index_add(1, (3, 4), False), [((4,),)], (_any,), "int", internal=True),
     Case("index_add", _index_add([0, 2, 0], (3, 2), True), [((3, 2),)], (_any,), "repeats", internal=True),
+    # ------------------------------------------------------------------ selection
+    _bin("where", lambda lib, x, y: lib.where(x > 0, x, y), "tt", da=_away0),
+    Case("where", lambda lib, x: lib.where(x < 0, x, 0.5), SCALAR_SHAPES, (_away0,), "t,float"),
+    _bin("maximum", lambda lib, x, y: lib.maximum(x, y), "tt"),
+    _bin("minimum", lambda lib, x, y: lib.minimum(x, y), "tt"),
+    Case("stop_gradient", lambda lib, x: _apply(REGISTRY["stop_gradient"], x), UN_SHAPES, (_any,), "internal",
+         internal=True, stops_gradient=True, extra={"torch": lambda a: a.detach() + 0 * a}),
+    # ------------------------------------------------------------------ comparisons: bool results, no gradient
+    *[Case(name, fn, BIN_SHAPES, (_few, _few), label, grad=False) for name, fn, label in [
+        ("gt", lambda lib, x, y: x > y, ">"), ("ge", lambda lib, x, y: x >= y, ">="),
+        ("lt", lambda lib, x, y: x < y, "<"), ("le", lambda lib, x, y: lib.le(x, y), "le"),
+        ("eq", lambda lib, x, y: x == y, "=="), ("ne", lambda lib, x, y: x != y, "!=")]],
+    Case("gt", lambda lib, x: x > 0.5, SCALAR_SHAPES, (_few,), "t>float", grad=False),
+    Case("eq", lambda lib, x: x.eq(0), SCALAR_SHAPES, (_few,), "t.eq(int)", grad=False),
     # ------------------------------------------------------------------ fused expressions (gradients are made of these)
     Case("fused", _fused_sg(A[0] * sp.sin(A[1]) + A[0] ** 2), BIN_SHAPES[:4], (_any, _any), "a*sin(b)+a^2",
          internal=True, extra={"torch": lambda a, b: a * torch.sin(b) + a ** 2}),
@@ -309,12 +333,47 @@ def _sg_leaves(arrays: list[np.ndarray]) -> list[sg.Tensor]:
     return [sg.tensor(a.copy(), requires_grad=True) for a in arrays]
 
 
-def _record(case: Case, arrays: list[np.ndarray]) -> tuple[list[sg.Tensor], sg.Tensor]:
+def _record(case: Case, arrays: list[np.ndarray]) -> tuple[list[sg.Tensor], sg.Tensor, Any]:
+    """The leaves, the result and the node of the op (built by hand for ops that record none)."""
     xs = _sg_leaves(arrays)
     out = _call(case, sg, *xs)
-    assert out._node is not None, f"{case.id}: no node recorded"
-    assert out._node.op.name == case.op, f"{case.id}: recorded {out._node.op.name}, the table says {case.op}"
-    return xs, out
+    if not case.grad:
+        assert out._node is None, f"{case.id}: a node was recorded for an op without gradient"
+        with sg.no_grad():
+            node = _untracked_node(case, xs)
+    else:
+        assert out._node is not None, f"{case.id}: no node recorded"
+        node = out._node
+    assert node.op.name == case.op, f"{case.id}: recorded {node.op.name}, the table says {case.op}"
+    return xs, out, node
+
+
+def _untracked_node(case: Case, xs: list[sg.Tensor]) -> Any:
+    """The node ``case`` would record if its op had a gradient: found by tracing its inputs as leaves."""
+    from symgrad.ops import apply as apply_op
+    T = sys.modules["symgrad.tensor"]
+    seen: list = []
+    original = T._apply
+
+    def spy(op: Any, *inputs: Any, **attrs: Any) -> Any:
+        seen.append((op, inputs, attrs))
+        return original(op, *inputs, **attrs)
+
+    T._apply = spy
+    try:
+        case.fn(sg, *[x.detach() for x in xs])
+    finally:
+        T._apply = original
+    op, inputs, attrs = seen[-1]
+    nodes = []
+    for x in inputs:
+        n = T._input_node(x)
+        if n.value is None and n.op.name != "scalar":
+            n.value = x._data
+        nodes.append(n)
+    node = apply_op(op, *nodes, **attrs)
+    node.value = op.eval(*[T._arr(x) if isinstance(x, sg.Tensor) else np.asarray(x) for x in inputs], **attrs)
+    return node
 
 
 # ---------------------------------------------------------------------------- coverage of the registry
@@ -337,7 +396,7 @@ def test_every_op_has_a_grad_fn_name_and_a_rule():
     for name, op in REGISTRY.items():
         if op.family == "source":
             continue
-        assert op.grad_fn is not None, name
+        assert op.grad_fn is not None or op.diff_args == (), name
         if op.family == "elementwise":
             assert op.form is not None, name
         else:
@@ -361,19 +420,17 @@ def _lowered(node: Any) -> Callable:
 
 def _input_values(node: Any) -> list[np.ndarray]:
     """The recorded inputs of ``node`` as the arrays ``eval`` received."""
-    vals = []
-    for x in node.inputs:
-        if x.op.name == "scalar":
-            vals.append(np.asarray(x.attr("value"), dtype=node.dtype.np if node.op.family == "elementwise" else None))
-        else:
-            vals.append(x.value)
-    return vals
+    dt = None
+    if node.op.family == "elementwise":
+        # Python numbers take the dtype the op computes in (torch's promotion), as in ``_apply``
+        dt = sg.dtypes.result_type(*[x.attr("value") if x.op.name == "scalar" else x for x in node.inputs])
+        dt = (dt if node.op.keeps_int else sg.dtypes.float_result(dt)).np
+    return [np.asarray(x.attr("value"), dtype=dt) if x.op.name == "scalar" else x.value for x in node.inputs]
 
 
 @pytest.mark.parametrize(("case", "shapes"), VARIANTS)
 def test_eval_matches_form_and_generated_code(case: Case, shapes: tuple):
-    _, out = _record(case, _inputs(case, shapes, _seed(case, shapes)))
-    node = out._node
+    _, out, node = _record(case, _inputs(case, shapes, _seed(case, shapes)))
     op = node.op
     value = np.asarray(op.eval(*_input_values(node), **dict(node.attrs)))
     assert_close(value, out, what="eval vs recorded value")
@@ -383,7 +440,8 @@ def test_eval_matches_form_and_generated_code(case: Case, shapes: tuple):
         form = op.scalar_form(n, node.attrs)
         f = sp.lambdify(A[:n], form, "numpy")
         with np.errstate(all="ignore"):
-            expected = np.broadcast_to(np.asarray(f(*_input_values(node)), dtype=np.float64), node.shape)
+            vals = [v.astype(np.float64) if v.dtype.kind == "b" else v for v in _input_values(node)]
+            expected = np.broadcast_to(np.asarray(f(*vals), dtype=np.float64), node.shape)
         assert_close(value, expected.astype(value.dtype), what="eval vs lambdified form")
 
 
@@ -399,7 +457,10 @@ def _forward(case: Case, arrays: list[np.ndarray]) -> np.ndarray:
 def test_vjp_matches_finite_differences(case: Case, shapes: tuple):
     seed = _seed(case, shapes)
     arrays = _inputs(case, shapes, seed)
-    xs, out = _record(case, arrays)
+    xs, out, _ = _record(case, arrays)
+    if not case.grad:
+        assert not out.requires_grad and out.grad_fn is None
+        return
     rng = np.random.default_rng(seed + 1)
     g = rng.standard_normal(out.shape).astype(out.dtype.np)
     grads = sg.autograd.grad(out, xs, grad_outputs=sg.tensor(g), allow_unused=True)
@@ -409,6 +470,9 @@ def test_vjp_matches_finite_differences(case: Case, shapes: tuple):
     for gr, x in zip(grads, xs):
         if gr is not None:
             assert gr.shape == x.shape and gr.dtype is x.dtype
+    if case.stops_gradient:
+        assert all(gr is None or not np.any(numpy_of(gr)) for gr in grads)
+        return
     h = case.fd_h
     plus = _forward(case, [a + h * v for a, v in zip(arrays, vs)])
     minus = _forward(case, [a - h * v for a, v in zip(arrays, vs)])
@@ -426,8 +490,7 @@ ELEMENTWISE_VARIANTS = [pytest.param(c, id=c.id) for c in CASES if REGISTRY[c.op
 @pytest.mark.parametrize("case", ELEMENTWISE_VARIANTS)
 def test_local_partials_match_sympy_diff(case: Case):
     shapes = case.shapes[0]
-    _, out = _record(case, _inputs(case, shapes, _seed(case, shapes)))
-    node = out._node
+    _, out, node = _record(case, _inputs(case, shapes, _seed(case, shapes)))
     op = node.op
     n = len(node.inputs)
     form = op.scalar_form(n, node.attrs)
@@ -438,6 +501,8 @@ def test_local_partials_match_sympy_diff(case: Case):
     for x in node.inputs:
         if x.op.name == "scalar":
             points.append(np.full(32, float(x.attr("value"))))
+        elif x.dtype.name == "bool":
+            points.append(rng.integers(0, 2, 32).astype(np.float64))
         else:
             dom = case.domains[len(points)] if len(points) < len(case.domains) else _any
             points.append(np.asarray(dom(rng, (32,)), dtype=np.float64))
@@ -446,7 +511,7 @@ def test_local_partials_match_sympy_diff(case: Case):
     for i, p in enumerate(parts):
         if node.inputs[i].op.name == "scalar":
             continue
-        want = sp.diff(form, A[i])
+        want = sp.S.Zero if case.stops_gradient else sp.diff(form, A[i])
         got = sp.lambdify((*A[:n], OUT), p, "numpy")
         ref = sp.lambdify(A[:n], want, "numpy")
         with np.errstate(all="ignore"):
@@ -468,7 +533,10 @@ def test_value_and_grad_match_torch(case: Case, shapes: tuple, dtype: str):
     out = _call(case, sg, *xs)
     tout = _call(case, torch, *ts)
     assert_close(out, tout, what="value")
-    assert out.requires_grad and tout.requires_grad
+    assert out.requires_grad == tout.requires_grad == case.grad
+    if not case.grad:
+        assert out.grad_fn is None and tout.grad_fn is None
+        return
     if not case.internal:
         assert grad_fn_name(out) == grad_fn_name(tout)
     g = np.random.default_rng(seed + 3).standard_normal(tuple(tout.shape)).astype(numpy_of(tout).dtype)

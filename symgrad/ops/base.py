@@ -33,6 +33,10 @@ class OpDef:
     diff_args  indices of inputs that can carry a gradient (None: all)
     view       the result shares storage with input 0 (reshape, squeeze, transpose, ...)
     keeps_int  elementwise: integer inputs give an integer result (add, mul, abs, ...)
+    promote_attrs  attrs holding Python numbers that take part in type promotion as torch's
+               wrapped scalars (``exponent`` of ``x ** 2``: a bool tensor squared is int64)
+    check      ``check(*input_dtypes, **attrs)`` raises torch's error for inputs the op refuses
+               (bool subtraction, ...); Python numbers arrive as their dtype
     """
 
     name: str
@@ -47,6 +51,8 @@ class OpDef:
     diff_args: tuple[int, ...] | None = None
     view: bool = False
     keeps_int: bool = False
+    promote_attrs: tuple[str, ...] = ()
+    check: Callable[..., None] | None = None
     doc: str = ""
     _cache: dict = field(default_factory=dict, repr=False)
 
@@ -146,7 +152,12 @@ def apply(op: OpDef | str, *inputs: Node, dtype: dtypes.DType | None = None, **a
     return Node(op, tuple(inputs), key, shape, dtype or inferred, requires_grad=rg)
 
 
+def promotion_operands(op: OpDef, inputs: Sequence[Any], attrs: dict) -> list[Any]:
+    """What torch's type promotion sees: the inputs and the op's scalar attrs (``promote_attrs``)."""
+    return [*inputs, *(attrs[k] for k in op.promote_attrs if attrs.get(k) is not None)]
+
+
 def elementwise_infer(op: OpDef, *inputs: Node, **attrs: Any) -> tuple[Shape, dtypes.DType]:
     shape = broadcast_shapes(*(i.shape for i in inputs))
-    dtype = dtypes.result_type(*inputs) if inputs else dtypes.get_default_dtype()
+    dtype = dtypes.result_type(*promotion_operands(op, inputs, attrs)) if inputs else dtypes.get_default_dtype()
     return shape, (dtype if op.keeps_int else dtypes.float_result(dtype))

@@ -16,9 +16,44 @@ def _err() -> np.errstate:
 
 
 def _ew(name: str, grad_fn: Any, eval_: Any, form: Any, partials: Any = None, keeps_int: bool = False,
-        diff_args: tuple[int, ...] | None = None, doc: str = "") -> OpDef:
+        diff_args: tuple[int, ...] | None = None, doc: str = "", promote_attrs: tuple[str, ...] = (),
+        check: Any = None) -> OpDef:
     return register(OpDef(name, "elementwise", grad_fn, eval_, elementwise_infer, form=form,
-                          partials=partials, keeps_int=keeps_int, diff_args=diff_args, doc=doc))
+                          partials=partials, keeps_int=keeps_int, diff_args=diff_args, doc=doc,
+                          promote_attrs=promote_attrs, check=check))
+
+
+# ---------------------------------------------------------------------------- torch's refusals of bool inputs
+
+def _no_bool_sub(*dts: Any, **attrs: Any) -> None:
+    n = sum(d.name == "bool" for d in dts)
+    if n >= 2:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if n:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _rsub_check(a: Any, other: Any = None, **attrs: Any) -> None:
+    from .. import dtypes
+    _no_bool_sub(a, dtypes.result_type(other))
+
+
+def _no_bool_neg(a: Any) -> None:
+    if a.name == "bool":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _no_bool_abs(a: Any) -> None:
+    if a.name == "bool":
+        raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
+
+
+def _no_bool_relu(a: Any) -> None:
+    if a.name == "bool":
+        raise RuntimeError("Boolean inputs not supported for relu")
 
 
 def _quiet(f: Any) -> Any:
@@ -93,19 +128,20 @@ def _sigmoid_eval(a: np.ndarray) -> np.ndarray:
 add = _ew("add", "AddBackward0", lambda a, b, alpha=1: np.add(a, b if alpha == 1 else alpha * b), _add_form,
           keeps_int=True)
 sub = _ew("sub", "SubBackward0", lambda a, b, alpha=1: np.subtract(a, b if alpha == 1 else alpha * b), _sub_form,
-          keeps_int=True)
+          keeps_int=True, check=_no_bool_sub)
 rsub = _ew("rsub", "RsubBackward1", lambda a, other: np.subtract(np.asarray(other, a.dtype), a),
-           lambda a, other: other - a, keeps_int=True)
+           lambda a, other: other - a, keeps_int=True, promote_attrs=("other",), check=_rsub_check)
 mul = _ew("mul", "MulBackward0", np.multiply, lambda a, b: a * b, keeps_int=True)
 div = _ew("div", "DivBackward0", _quiet(np.true_divide), lambda a, b: a / b)
 reciprocal = _ew("reciprocal", "ReciprocalBackward0", _quiet(np.reciprocal), lambda a: 1 / a,
                  partials=lambda a: [-OUT**2])
-neg = _ew("neg", "NegBackward0", np.negative, lambda a: -a, keeps_int=True)
-pow_ = _ew("pow", "PowBackward0", _quiet(_pow_eval), lambda a, exponent: a**exponent, keeps_int=True)
+neg = _ew("neg", "NegBackward0", np.negative, lambda a: -a, keeps_int=True, check=_no_bool_neg)
+pow_ = _ew("pow", "PowBackward0", _quiet(_pow_eval), lambda a, exponent: a**exponent, keeps_int=True,
+           promote_attrs=("exponent",))
 pow_tensor = _ew("pow_tensor", "PowBackward1", _quiet(np.power), lambda a, b: a**b, partials=_pow_tt_partials,
                  keeps_int=True)
 rpow = _ew("rpow", "PowBackward2", _quiet(lambda a, base: np.power(np.asarray(base, a.dtype), a)),
-           lambda a, base: sp.S(base) ** a, partials=_rpow_partials)
+           lambda a, base: sp.S(base) ** a, partials=_rpow_partials, keeps_int=True, promote_attrs=("base",))
 exp = _ew("exp", "ExpBackward0", _quiet(np.exp), sp.exp)
 log = _ew("log", "LogBackward0", _quiet(np.log), sp.log)
 log1p = _ew("log1p", "Log1PBackward0", _quiet(np.log1p), _log1p)
@@ -117,10 +153,12 @@ tanh = _ew("tanh", "TanhBackward0", np.tanh, sp.tanh, partials=lambda a: [1 - OU
 sigmoid = _ew("sigmoid", "SigmoidBackward0", _sigmoid_eval, lambda a: 1 / (1 + sp.exp(-a)),
               partials=lambda a: [OUT * (1 - OUT)])
 relu = _ew("relu", "ReluBackward0", lambda a: np.maximum(a, np.zeros((), a.dtype)), _relu_form,
-           partials=lambda a: [sp.Piecewise((1, a > 0), (0, True))], keeps_int=True)
-abs_ = _ew("abs", "AbsBackward0", np.abs, sp.Abs, partials=lambda a: [sp.sign(a)], keeps_int=True)
+           partials=lambda a: [sp.Piecewise((1, a > 0), (0, True))], keeps_int=True, check=_no_bool_relu)
+abs_ = _ew("abs", "AbsBackward0", np.abs, sp.Abs, partials=lambda a: [sp.sign(a)], keeps_int=True,
+           check=_no_bool_abs)
 clamp = _ew("clamp", lambda at: at.get("fn", "ClampBackward1"), _clamp_eval, _clamp_form, partials=_clamp_partials,
-            keeps_int=True, doc="clamp / clip / clamp_min / clamp_max; `fn` keeps torch's grad_fn name")
+            keeps_int=True, promote_attrs=("min", "max"),
+            doc="clamp / clip / clamp_min / clamp_max; `fn` keeps torch's grad_fn name")
 
 
 def _fused_eval(*arrays: np.ndarray, expr: sp.Expr) -> np.ndarray:
@@ -149,7 +187,15 @@ def _to_infer(op: OpDef, a: Any, dtype: Any) -> Any:
     return a.shape, dtypes.from_any(dtype)
 
 
-clone = _ew("clone", "CloneBackward0", np.copy, lambda a: a, keeps_int=True)
+def _clone_eval(a: np.ndarray, saved: bool = False) -> np.ndarray:
+    # torch's preserve_format: a dense tensor keeps its strides, an expanded or strided one becomes contiguous
+    c = np.copy(a, order="K")
+    return c if c.strides == a.strides else np.array(a, order="C", copy=True)
+
+
+clone = _ew("clone", "CloneBackward0", _clone_eval, lambda a, saved=False: a, keeps_int=True,
+            doc="a copy; `saved` marks the copy of self an in-place op keeps for its own backward (torch's "
+                "original self), which next_functions looks through")
 to = register(OpDef("to", "elementwise", "ToCopyBackward0", lambda a, dtype: a.astype(np.dtype(dtype)),
                     _to_infer, form=lambda a, dtype: a, doc="dtype conversion; the gradient converts back"))
 

@@ -1,0 +1,474 @@
+"""``codegen.numba_emit``: fused numba kernels agree with the numpy emission of the same IR.
+
+Kernels are built by hand (``codegen.ir``) and by the real pipeline (``symgrad.lower.lower`` on a
+forward graph plus ``symgrad.autodiff.backward_graph``), emitted with both ``emit_numpy`` and
+``emit_numba``, loaded from a temporary cache folder and run on the same inputs. Compiling with
+numba is slow, so each kernel is compiled once per module (``_compiled`` caches by source).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import symgrad as sg
+from codegen import cache as cg_cache
+from codegen import emit_numpy, load_kernel
+from codegen.ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, Param, Reduce, Reshape, Transpose
+from codegen.numba_emit import emit_numba
+from symgrad.autodiff import backward_graph
+from symgrad.graph import Node, toposort
+from symgrad.lower import lower
+from symgrad.ops import source as _src
+from symgrad.simplify import simplify_graph
+
+RTOL = {"float64": 1e-12, "float32": 1e-5}
+ATOL = {"float64": 1e-13, "float32": 1e-6}
+DTYPES = ("float64", "float32")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache_dir(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SYMGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("symgrad-cache")))
+        mp.delenv("SYMGRAD_DISABLE_CACHE", raising=False)
+        cg_cache.reset_cache_dir()
+        yield
+    cg_cache.reset_cache_dir()
+
+
+_LOADED: dict = {}
+
+
+def _compiled(kernel: Kernel, **kw):
+    """(numpy function, numba function, numba source) of ``kernel``, loaded once per source."""
+    src = emit_numba(kernel, **kw)
+    key = (src, emit_numpy(kernel))
+    if key not in _LOADED:
+        f_np, _ = load_kernel(key[1], kernel.name, prefix="test_np")
+        f_nb, path = load_kernel(src, kernel.name, prefix="test_nb")
+        assert path.read_text() == src
+        _LOADED[key] = (f_np, f_nb, src)
+    return _LOADED[key]
+
+
+def _call_numpy(kernel: Kernel, fn, args):
+    groups = {g: [None] * (1 + max((p.index for p in kernel.params if p.group == g), default=-1))
+              for g in kernel.groups}
+    for p, a in zip(kernel.params, args):
+        groups[p.group][p.index] = a
+    with np.errstate(all="ignore"):
+        return fn(*[groups[g] for g in kernel.groups])
+
+
+def _inputs(kernel: Kernel, seed: int = 0, positive: bool = False):
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in kernel.params:
+        a = rng.uniform(0.1 if positive else -1.5, 1.5, size=p.shape)
+        out.append(np.asarray(a, dtype=p.dtype))
+    return out
+
+
+def check(kernel: Kernel, args=None, **kw) -> tuple:
+    """Run both emissions on ``args``; assert same shapes, dtypes and values. Returns numba's outputs."""
+    f_np, f_nb, _ = _compiled(kernel, **kw)
+    args = _inputs(kernel) if args is None else args
+    expected = _call_numpy(kernel, f_np, args)
+    got = f_nb(*args)
+    assert isinstance(got, tuple) and len(got) == len(kernel.outputs)
+    for name, e, g in zip(kernel.outputs, expected, got):
+        e = np.asarray(e)
+        dt = e.dtype.name
+        if e.ndim == 0:
+            # 0-d outputs are Python scalars holding a value of the output's dtype
+            assert isinstance(g, (float, int, bool)), f"{name}: 0-d outputs are scalars"
+            assert e.dtype.type(g) == g or np.isnan(g), f"{name}: {g!r} is not a {e.dtype} value"
+            g = e.dtype.type(g)
+        g_arr = np.asarray(g)
+        assert g_arr.shape == e.shape, f"{name}: shape {g_arr.shape} != {e.shape}"
+        assert g_arr.dtype == e.dtype, f"{name}: dtype {g_arr.dtype} != {e.dtype}"
+        np.testing.assert_allclose(g_arr, e, rtol=RTOL.get(dt, 0), atol=ATOL.get(dt, 0), equal_nan=True,
+                                   err_msg=name)
+    return got
+
+
+def S(name: str) -> sp.Symbol:
+    return sp.Symbol(name, real=True)
+
+
+def P(name: str, index: int, shape, dtype: str, group: str = "v") -> Param:
+    return Param(name, index, tuple(shape), dtype, group)
+
+
+# =========================================================================== hand-built kernels
+
+def k_chain(dt: str, n: int = 9) -> Kernel:
+    v0, v1, t0, t1 = S("v0"), S("v1"), S("t0"), S("t1")
+    body = (
+        Elementwise("t0", sp.sin(v0) * sp.exp(-v1**2) + 3 * v0**3 - v1 / 7, (n,), dt, "chain head"),
+        Elementwise("t1", sp.log(1 + t0**2) + sp.tanh(v1) / (1 + v0**2) + 1 / t0**2 + sp.sqrt(v0**2 + 1)
+                    + sp.Rational(1, 3) * sp.cos(t0) ** 2 + (v1**2 + 2) ** sp.Rational(-1, 2)
+                    + (v0**2 + 1) ** sp.Rational(1, 3), (n,), dt, "chain"),
+        Elementwise("t2", t1 * t0 - sp.pi * v0 + sp.E, (n,), dt, "chain tail"),
+    )
+    return Kernel("chain", (P("v0", 0, (n,), dt), P("v1", 1, (n,), dt)), body, ("t0", "t2"))
+
+
+def k_broadcast(dt: str) -> Kernel:
+    a, b, c, s0, t0, t1 = S("v0"), S("v1"), S("v2"), S("s0"), S("t0"), S("t1")
+    body = (
+        Elementwise("t0", a * b + 1, (3, 4), dt, "(3,1) * (4,)"),
+        Elementwise("t1", s0 * c + t0 - a, (3, 4), dt, "0-d * (3,4) + ..."),
+        Elementwise("t2", s0**2 + 1, (), dt, "0-d only"),
+        Elementwise("t3", S("t2") * S("v3") + t1 * S("v4"), (2, 3, 4), dt, "(1,4), (3,4) and (2,1,1)"),
+        Elementwise("t4", S("v3") * 2, (1, 4), dt, "keeps the size-1 dim"),
+        Elementwise("t5", sp.Float(2.5), (3, 4), dt, "a constant fill"),
+    )
+    params = (P("v0", 0, (3, 1), dt), P("v1", 1, (4,), dt), P("v2", 2, (3, 4), dt),
+              P("v3", 3, (1, 4), dt), P("v4", 4, (2, 1, 1), dt), P("s0", 0, (), dt, "s"))
+    return Kernel("bcast", params, body, ("t0", "t1", "t2", "t3", "t4", "t5"), groups=("v", "s"))
+
+
+def k_reduce(dt: str) -> Kernel:
+    x = S("v0")
+    sh = (3, 4, 5)
+    body = (
+        Elementwise("t0", x**2 + sp.sin(x), sh, dt, "f(x)"),
+        Reduce("t1", "sum", "t0", (0, 1, 2), False, (), dt, "full sum"),
+        Reduce("t2", "sum", "t0", (1,), True, (3, 1, 5), dt, "middle axis, keepdims"),
+        Reduce("t3", "mean", "t0", (0, 2), False, (4,), dt, "mean over 0 and 2"),
+        Reduce("t4", "sum", "t0", (2,), False, (3, 4), dt, "last axis"),
+        Reduce("t5", "mean", "t0", (1, 2), True, (3, 1, 1), dt, "mean of the rows, keepdims"),
+        Reduce("t6", "mean", "v0", (0, 1, 2), False, (), dt, "mean of a param"),
+        Elementwise("t7", S("t1") + S("t6"), (), dt, "two full reductions"),
+        Reduce("t8", "sum", "t0", (0,), True, (1, 4, 5), dt, "first axis"),
+    )
+    return Kernel("red", (P("v0", 0, sh, dt),), body, ("t1", "t2", "t3", "t4", "t5", "t7", "t8"))
+
+
+def k_softmax(dt: str) -> Kernel:
+    x = S("v0")
+    body = (
+        Elementwise("t0", sp.exp(x), (4, 6), dt, "exp"),
+        Reduce("t1", "sum", "t0", (1,), True, (4, 1), dt, "row sums"),
+        Elementwise("t2", S("t0") / S("t1"), (4, 6), dt, "softmax"),
+        Reduce("t3", "mean", "t2", (0, 1), False, (), dt, "mean of softmax"),
+        Elementwise("t4", S("t2") - S("t3") + x, (4, 6), dt, "centred"),
+        Reduce("t5", "sum", "t4", (0,), False, (6,), dt, "column sums"),
+        Elementwise("t6", S("t5") * 2, (6,), dt, "scaled columns"),
+    )
+    return Kernel("softmax", (P("v0", 0, (4, 6), dt),), body, ("t2", "t4", "t6"))
+
+
+def k_piecewise(dt: str) -> Kernel:
+    x, y = S("v0"), S("v1")
+    pw = sp.Piecewise((x, x > 0.5), (-y, sp.Eq(x, 0) | (y >= 0.25)), (0, True))
+    body = (
+        Elementwise("t0", pw, (10,), dt, "three branches"),
+        Elementwise("t1", sp.Max(x, 0) + sp.Min(y, 0.5) + sp.Abs(x - y) + sp.sign(y), (10,), dt, "max/min/abs"),
+        Elementwise("t2", sp.Max(sp.Min(x, 0.5), -0.5) * sp.Piecewise((1, (x >= -0.5) & (x <= 0.5)), (0, True)),
+                    (10,), dt, "clamp and its gradient"),
+        Elementwise("t3", sp.Piecewise((x, x > y), (y, True)) + S("t0"), (10,), dt, "where"),
+    )
+    return Kernel("pw", (P("v0", 0, (10,), dt), P("v1", 1, (10,), dt)), body, ("t0", "t1", "t2", "t3"))
+
+
+def k_shapes(dt: str) -> Kernel:
+    x, z = S("v0"), S("v1")
+    body = (
+        Transpose("t0", "v0", (2, 0, 1), (4, 2, 3), dt, "permute a param"),
+        Elementwise("t1", S("t0") * z + 1, (4, 2, 3), dt, "use it"),
+        Reshape("t2", "v0", (6, 4), dt, "merge dims"),
+        Reduce("t3", "sum", "t2", (0,), False, (4,), dt, "sum the merged rows"),
+        Reshape("t4", "v0", (2, 1, 3, 4), dt, "unsqueeze (a view)"),
+        Elementwise("t5", sp.cos(S("t4")), (2, 1, 3, 4), dt, "through the view"),
+        Elementwise("t6", x * 3, (2, 3, 4), dt, "computed"),
+        Transpose("t7", "t6", (1, 0, 2), (3, 2, 4), dt, "transpose a computed value"),
+        Elementwise("t8", S("t7") + sp.Symbol("t7", real=True) ** 2, (3, 2, 4), dt, "reads it transposed"),
+        Reshape("t9", "t1", (24,), dt, "flatten a computed value"),
+        Elementwise("t10", S("t9") - 1, (24,), dt, "after the reshape"),
+        Broadcast("t11", "t3", (2, 4), dt, "broadcast a reduction"),
+        Reshape("t12", "t4", (2, 3, 4), dt, "squeeze back"),
+    )
+    return Kernel("shapes", (P("v0", 0, (2, 3, 4), dt), P("v1", 1, (4, 2, 3), dt)), body,
+                  ("t0", "t1", "t3", "t5", "t8", "t10", "t11", "t12"))
+
+
+def k_index(dt: str) -> Kernel:
+    x = S("v0")
+    n = 8
+    arr = ("a", (0, 2, 2, 5), (4,))
+    body = (
+        Index("t0", "v0", (("s", 1, None, None),), (n - 1,), dt, "x[1:]"),
+        Index("t1", "v0", (("s", None, -1, None),), (n - 1,), dt, "x[:-1]"),
+        Elementwise("t2", S("t0") - S("t1") ** 2, (n - 1,), dt, "x[1:] - x[:-1]**2"),
+        Index("t3", "v0", (("s", None, None, 2),), (4,), dt, "x[::2]"),
+        Index("t4", "v0", (("s", -3, None, None),), (3,), dt, "x[-3:]"),
+        Index("t5", "v0", (("n",), ("s", 2, 5, None)), (1, 3), dt, "x[None, 2:5]"),
+        Index("t6", "v0", (arr,), (4,), dt, "x[[0, 2, 2, 5]]"),
+        Index("t7", "v1", (("s", None, None, None), ("a", (1, 0), (2,))), (3, 2), dt, "m[:, [1, 0]]"),
+        Index("t8", "v1", (("i", 1), ("e",)), (4,), dt, "m[1, ...]"),
+        Index("t9", "v1", (("s", 1, 3, None), ("s", None, None, 3)), (2, 2), dt, "m[1:3, ::3]"),
+        Elementwise("t10", S("t9") * 2, (2, 2), dt, "use m[1:3, ::3]"),
+        Elementwise("t11", S("t6") * S("t3"), (4,), dt, "gather * stride"),
+        IndexAdd("t12", "t2", (("s", 1, None, None),), (n,), dt, "scatter into x[1:]"),
+        IndexAdd("t13", "t2", (("s", None, -1, None),), (n,), dt, "scatter into x[:-1]"),
+        Elementwise("t14", S("t12") + S("t13") * x, (n,), dt, "sum of the scatters"),
+        IndexAdd("t15", "t11", (arr,), (n,), dt, "scatter with repeats"),
+        IndexAdd("t16", "t8", (("i", 1), ("e",)), (3, 4), dt, "scatter into a row"),
+        IndexAdd("t17", "t9", (("s", 1, 3, None), ("s", None, None, 3)), (3, 4), dt, "scatter into a strided block"),
+        IndexAdd("t18", "t7", (("s", None, None, None), ("a", (1, 0), (2,))), (3, 4), dt, "scatter columns"),
+        Index("t19", "v1", (("a", (2, 0), (2,)), ("s", None, None, None), ), (2, 4), dt, "m[[2, 0]]"),
+        Index("t20", "v1", (("a", (2, 0), (2,)), ("a", (3, 1), (2,))), (2,), dt, "m[[2, 0], [3, 1]]"),
+        Index("t21", "v0", (("i", 3),), (), dt, "x[3]"),
+        Elementwise("t22", S("t21") * S("t20"), (2,), dt, "x[3] * m[[2, 0], [3, 1]]"),
+    )
+    params = (P("v0", 0, (n,), dt), P("v1", 1, (3, 4), dt))
+    return Kernel("idx", params, body, ("t2", "t3", "t4", "t5", "t10", "t11", "t14", "t15", "t16", "t17", "t18",
+                                        "t19", "t22", "t21"))
+
+
+HAND = {"chain": k_chain, "broadcast": k_broadcast, "reduce": k_reduce, "softmax": k_softmax,
+        "piecewise": k_piecewise, "shapes": k_shapes, "index": k_index}
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("case", sorted(HAND))
+def test_hand_built(case, dt):
+    kernel = HAND[case](dt)
+    args = _inputs(kernel, positive=case == "chain")
+    check(kernel, args)
+
+
+def test_bool_and_integer_statements():
+    """Comparisons give bool arrays, integer sums accumulate in int64, mixed dtypes convert."""
+    v0, v1, v2 = S("v0"), S("v1"), S("v2")
+    body = (
+        Elementwise("t0", sp.StrictGreaterThan(v0, v1), (5,), "bool", "x > y"),
+        Reduce("t1", "sum", "t0", (0,), False, (), "int64", "count"),
+        Elementwise("t2", v2 * 3 + 1, (5,), "int64", "int arithmetic"),
+        Reduce("t3", "sum", "t2", (0,), True, (1,), "int64", "int sum, keepdims"),
+        Elementwise("t4", v0 * S("t2"), (5,), "float64", "mixed"),
+        Elementwise("t5", S("t1") + v0, (5,), "float64", "count + x"),
+        Elementwise("t6", v0, (5,), "float32", "to float32"),
+    )
+    kernel = Kernel("ints", (P("v0", 0, (5,), "float64"), P("v1", 1, (5,), "float64"), P("v2", 2, (5,), "int64")),
+                    body, ("t0", "t1", "t3", "t4", "t5", "t6"))
+    rng = np.random.default_rng(5)
+    check(kernel, [rng.random(5), rng.random(5), np.arange(5)])
+
+
+# =========================================================================== the real pipeline
+
+def value_and_grad_kernel(f, *arrays, name: str = "vg") -> Kernel:
+    """``lower`` of [f(x...), d f/d x...] over the forward graph: params are the arrays, then the
+    constants the graph holds (in the order ``graph_constants`` returns them), then a 0-d seed."""
+    return _value_and_grad(f, *arrays, name=name)[0]
+
+
+def _value_and_grad(f, *arrays, name: str = "vg") -> tuple[Kernel, list]:
+    ts = [sg.tensor(a, requires_grad=True) for a in arrays]
+    out = f(*ts)
+    root = out._node
+    consts = [n for n in toposort([root]) if n.op is _src.const]
+    seed = Node(_src.const, (), (), root.shape, root.dtype, name="seed")
+    grads, _ = backward_graph([root], [seed], [t._node for t in ts])
+    outs = simplify_graph([root] + grads)
+    params = [(t._node, "v", i) for i, t in enumerate(ts)]
+    params += [(c, "v", len(ts) + i) for i, c in enumerate(consts)] + [(seed, "s", 0)]
+    kernel, _ = lower(name, params, outs, doc="value and gradient", groups=("v", "s"))
+    values = {len(ts) + i: c.value for i, c in enumerate(consts)}
+    return kernel, [values[p.index] for p in kernel.params if p.group == "v" and p.index in values]
+
+
+def w1(x):
+    return (3 * (x + 2) ** 2).mean()
+
+
+def w2(x, y):
+    return (sg.sin(x) * sg.exp(-y**2) + sg.log1p(x**2) * sg.tanh(y)).sum()
+
+
+def rosen(x):
+    return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+
+def gates(x, y):
+    return (sg.relu(x) * sg.abs(y) + sg.clamp(x, -0.5, 0.5) * y + sg.where(x > y, x, y ** 2)).sum()
+
+
+def rows(x, b):
+    e = sg.exp(x * b)
+    return (e / e.sum(1, keepdim=True)).mean(0).sum() + (x.t() * 2).sum()
+
+
+PIPE = {
+    "w1": (w1, [(11,)]),
+    "w2": (w2, [(11,), (11,)]),
+    "rosenbrock": (rosen, [(9,)]),
+    "gates": (gates, [(12,), (12,)]),
+    "rows": (rows, [(3, 5), (5,)]),
+}
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("case", sorted(PIPE))
+def test_pipeline_value_and_grad(case, dt):
+    f, shapes = PIPE[case]
+    rng = np.random.default_rng(1)
+    arrays = [rng.uniform(-1.5, 1.5, size=s).astype(dt) for s in shapes]
+    kernel, consts = _value_and_grad(f, *arrays)
+    args = [*arrays, *consts, np.asarray(1.0, dtype=dt)]
+    got = check(kernel, args)
+    # and the value against eager symgrad
+    want = f(*[sg.tensor(a) for a in arrays]).numpy()
+    np.testing.assert_allclose(got[0], want, rtol=RTOL[dt] * 10)
+
+
+def test_pipeline_eager_backward_program():
+    """The gradient program eager ``backward()`` lowers (every recorded node a param in list ``v``),
+    emitted with numba instead of numpy: the same gradients as ``.grad``."""
+    rng = np.random.default_rng(2)
+    x = sg.tensor(rng.random((3, 4)), requires_grad=True)
+    y = sg.tensor(rng.random(4), requires_grad=True)
+    out = (sg.sin(x) * sg.exp(-y**2) + sg.log1p(x**2) * sg.tanh(y)).mean(0).sum()
+    out.backward(retain_graph=True)
+    order = toposort([out._node], stop=lambda n: not n.requires_grad)
+    seed = Node(_src.const, (), (), (), out._node.dtype, name="seed0")
+    grads, _ = backward_graph([out._node], [seed], [x._node, y._node])
+    params = [(n, "v", i) for i, n in enumerate(order)] + [(seed, "s", 0)]
+    kernel, _ = lower("backward", params, simplify_graph(grads), doc="gradient of the recorded graph",
+                      groups=("v", "s"))
+    args = [order[p.index].value if p.group == "v" else np.asarray(1.0) for p in kernel.params]
+    gx, gy = check(kernel, args)
+    np.testing.assert_allclose(gx, x.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gy, y.grad.numpy(), rtol=1e-12)
+
+
+# =========================================================================== fusion and text
+
+def _passes(src: str) -> int:
+    return sum(1 for line in src.splitlines() if line.strip().startswith("# pass over"))
+
+
+def test_value_and_grad_is_one_pass():
+    for f, shapes in (PIPE["w1"], PIPE["w2"]):
+        kernel = value_and_grad_kernel(f, *[np.ones(s) for s in shapes])
+        src = emit_numba(kernel)
+        assert _passes(src) == 1, src
+        # only outputs are arrays: no temporaries for the elementwise intermediates
+        allocs = [line for line in src.splitlines() if "numpy.empty(" in line or "numpy.zeros(" in line]
+        assert len(allocs) == len(shapes), allocs
+        assert "prange" not in src and "fastmath" not in src
+        assert "_radd(" in src
+
+
+def test_softmax_pass_structure():
+    src = emit_numba(k_softmax("float64"))
+    # exp, the row sum and the division share the row loop (the division in a second inner loop
+    # once the row sum completes); the centring needs the full mean: a second pass; the column sums
+    # complete after it: a third (over the columns)
+    assert _passes(src) == 3, src
+    assert "t1_arr" not in src and "t1 = acc" in src
+    row_pass = src.split("# pass over")[1]
+    assert row_pass.count("for i1 in range(n1)") == 2 and "/t1)" in row_pass
+
+
+def test_float32_stays_float32():
+    src = emit_numba(k_chain("float32"))
+    assert "numpy.float32(3)" in src and "numpy.float64" not in src
+    _, f_nb, _ = _compiled(k_chain("float32"))
+    sig = f_nb.signatures[0]
+    ir = f_nb.inspect_llvm(sig)
+    assert "fmul double" not in ir and "fadd double" not in ir
+
+
+def _all_hand_sources() -> str:
+    return "".join(emit_numba(make(dt)) for _, make in sorted(HAND.items()) for dt in DTYPES)
+
+
+def test_deterministic_text():
+    kernel = value_and_grad_kernel(w2, np.ones(5), np.ones(5))
+    assert emit_numba(kernel) == emit_numba(kernel)
+    here = _all_hand_sources()
+    assert here == _all_hand_sources()
+    # another process, another string hash seed: the same bytes
+    code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]; import test_codegen_numba as t; "
+            "sys.stdout.write(t._all_hand_sources())")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == here
+
+
+def test_prange_for_large_sizes():
+    big = value_and_grad_kernel(w2, np.ones(1 << 17), np.ones(1 << 17))
+    src = emit_numba(big)
+    assert "numba.prange(" in src and "parallel=True" in src
+    assert "prange" not in emit_numba(big, parallel_threshold=1 << 18)
+    # array accumulators over the outer dim (sum over axis 0) keep a pass serial
+    red = emit_numba(k_reduce("float64"), parallel_threshold=1)
+    assert "prange" not in red
+    assert "prange" in emit_numba(k_softmax("float64"), parallel_threshold=1)
+
+
+def test_parallel_kernels_compute_the_same():
+    """prange code (threshold 1): a 1-d full reduction (W1) and row loops with a full mean (softmax)."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, size=(1000,))
+    kernel = value_and_grad_kernel(w1, x)
+    check(kernel, [x, np.asarray(1.0)], parallel_threshold=1)
+    soft = k_softmax("float64")
+    check(soft, parallel_threshold=1)
+    for k in (kernel, soft):
+        assert "numba.prange(" in _compiled(k, parallel_threshold=1)[2]
+
+
+def test_other_sizes_reuse_the_source():
+    kernel = value_and_grad_kernel(w2, np.ones(5), np.ones(5))
+    _, f_nb, _ = _compiled(kernel)
+    rng = np.random.default_rng(4)
+    for n in (1, 3, 40):
+        x, y = rng.random(n), rng.random(n)
+        v, gx, gy = f_nb(x, y, 1.0)
+        np.testing.assert_allclose(v, np.sum(np.sin(x) * np.exp(-y**2) + np.log1p(x**2) * np.tanh(y)), rtol=1e-12)
+        np.testing.assert_allclose(gx, np.cos(x) * np.exp(-y**2) + 2 * x / (1 + x**2) * np.tanh(y), rtol=1e-12)
+        np.testing.assert_allclose(gy, -2 * y * np.sin(x) * np.exp(-y**2) + np.log1p(x**2) * (1 - np.tanh(y)**2),
+                                   rtol=1e-12)
+    with pytest.raises(ValueError, match="does not match"):
+        f_nb(np.ones(3), np.ones(4), 1.0)
+
+
+def test_zero_size_and_nan():
+    kernel = value_and_grad_kernel(w1, np.ones(4))
+    _, f_nb, _ = _compiled(kernel)
+    v, g = f_nb(np.ones(0), np.asarray(1.0))
+    assert np.isnan(v) and g.shape == (0,)
+    _, f_nb, _ = _compiled(k_chain("float64"))
+    t0, t2 = f_nb(np.zeros(9), np.zeros(9))           # 1/t0**2 at 0: inf, not ZeroDivisionError
+    assert np.all(np.isinf(t2) | np.isnan(t2))
+
+
+def test_on_disk_cache():
+    """Imported from its real file, the kernel is cached by numba: another process loads it."""
+    kernel = value_and_grad_kernel(w2, np.ones(4), np.ones(4))
+    _, f_nb, src = _compiled(kernel)
+    f_nb(np.ones(4), np.ones(4), np.asarray(1.0))
+    assert list(cg_cache.cache_dir().glob("__pycache__/test_nb_*.nbi")), "numba wrote no index"
+    code = (f"import sys, numpy as np; sys.path.insert(0, {str(ROOT)!r}); from codegen.cache import load_kernel; "
+            "src = sys.stdin.read(); f, _ = load_kernel(src, 'vg', prefix='test_nb'); "
+            "f(np.ones(3), np.ones(3), np.asarray(1.0)); "
+            "print('STATS', sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()))")
+    out = subprocess.run([sys.executable, "-c", code], input=src, capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ), timeout=120)
+    assert out.returncode == 0, out.stderr
+    hits, misses = out.stdout.split("STATS")[1].split()
+    assert int(hits) == 1 and int(misses) == 0, out.stdout

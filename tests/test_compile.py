@@ -1,0 +1,155 @@
+"""@compile, grad, value_and_grad: values and gradients vs eager symgrad, numpy and torch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize as so
+
+import symgrad as sg
+from symgrad.compile import STATS
+
+
+def w2(x, y):
+    return (sg.sin(x) * sg.exp(-y ** 2) + sg.log1p(x ** 2) * sg.tanh(y)).sum()
+
+
+def rosen(x):
+    return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+
+FUNCS = [
+    (lambda x: (3 * (x + 2) ** 2).mean(), 1),
+    (w2, 2),
+    (rosen, 1),
+    (lambda x, y: (sg.sigmoid(x) * y - sg.relu(y - x) + sg.abs(x) * sg.tanh(y)).sum(), 2),
+    (lambda x, y: sg.where(x > y, x * y, sg.exp(x)).mean(), 2),
+    (lambda x: (x.reshape(-1, 2).sum(1) ** 2).sum(), 1),
+    (lambda x, y: ((x[:, None] - y[None, :]) ** 2).sum() / x.shape[0], 2),
+]
+
+
+def _eager_grads(f, arrays):
+    ts = [sg.tensor(a, requires_grad=True) for a in arrays]
+    out = f(*ts)
+    out.backward()
+    return out.item(), [t.grad.numpy() for t in ts]
+
+
+@pytest.mark.parametrize("f,nargs", FUNCS)
+@pytest.mark.parametrize("n", [4, 10])
+def test_value_and_grad_equals_eager(f, nargs, n):
+    rng = np.random.default_rng(n)
+    arrays = [rng.uniform(0.2, 1.5, size=n) for _ in range(nargs)]
+    vg = sg.value_and_grad(f, argnums=tuple(range(nargs)))
+    v, grads = vg(*arrays)
+    ev, egrads = _eager_grads(f, arrays)
+    np.testing.assert_allclose(v, ev, rtol=1e-10)
+    for g, e in zip(grads, egrads):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(sg.compile(f)(*arrays), ev, rtol=1e-10)
+
+
+def test_against_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(50), rng.standard_normal(50)
+    xt, yt = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    out = (torch.sin(xt) * torch.exp(-yt ** 2) + torch.log1p(xt ** 2) * torch.tanh(yt)).sum()
+    out.backward()
+    v, (gx, gy) = sg.value_and_grad(w2, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(v, out.item(), rtol=1e-10)
+    np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(gy, yt.grad.numpy(), rtol=1e-10)
+
+
+def test_one_trace_per_signature():
+    f = sg.value_and_grad(lambda x: (x * x).sum())
+    before = STATS["traces"]
+    for _ in range(3):
+        f(np.ones(5))
+    assert STATS["traces"] == before + 1
+
+
+def test_python_floats_in_floats_out():
+    vg = sg.value_and_grad(lambda a, b: a * b + sg.sin(a), argnums=(0, 1))
+    v, (ga, gb) = vg(1.0, 2.0)
+    assert isinstance(v, float) and isinstance(ga, float)
+    assert v == pytest.approx(2 + np.sin(1.0), rel=1e-12)
+    assert ga == pytest.approx(2 + np.cos(1.0), rel=1e-12) and gb == pytest.approx(1.0)
+
+
+def test_grad_of_grad():
+    d2 = sg.grad(sg.grad(lambda a: a ** 3 + sg.sin(a)))
+    assert d2(2.0) == pytest.approx(12 - np.sin(2.0), rel=1e-12)
+
+
+def test_tensor_inputs_compose_with_backward():
+    f = sg.compile(w2)
+    x = sg.tensor(np.linspace(0, 1, 6), requires_grad=True)
+    y = sg.tensor(np.linspace(-1, 1, 6), requires_grad=True)
+    out = f(x, y) * 2
+    out.backward()
+    _, (gx, gy) = sg.value_and_grad(w2, argnums=(0, 1))(x.detach().numpy(), y.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), 2 * gx, rtol=1e-12)
+    np.testing.assert_allclose(y.grad.numpy(), 2 * gy, rtol=1e-12)
+
+
+def test_detach_no_grad_and_stop_gradient_are_constants():
+    def f(x):
+        with sg.no_grad():
+            c = x * 3
+        return (x * x.detach() + sg.stop_gradient(x) * x + c * x).sum()
+    g = sg.grad(f)(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(g, [1 + 1 + 3, 2 + 2 + 6])
+
+
+def test_data_dependent_control_flow_raises_with_line():
+    def bad(x):
+        if x.sum() > 0:
+            return x.sum()
+        return -x.sum()
+    with pytest.raises(sg.TracingError, match=r"sg\.where") as e:
+        sg.compile(bad)(np.ones(3))
+    assert "if x.sum() > 0" in str(e.value)
+    with pytest.raises(sg.TracingError, match="float"):
+        sg.compile(lambda x: float(x.sum()))(np.ones(3))
+
+
+def test_scalar_output_required():
+    with pytest.raises(TypeError, match="scalar-output"):
+        sg.grad(lambda x: x * 2)(np.ones(3))
+
+
+def test_scipy_minimize_rosenbrock():
+    r = so.minimize(sg.compile(rosen), np.zeros(6), jac=sg.grad(rosen), method="BFGS")
+    assert r.success
+    np.testing.assert_allclose(r.x, np.ones(6), atol=1e-4)
+
+
+def test_formulas_and_source():
+    vg = sg.value_and_grad(w2, argnums=(0, 1))
+    rep = vg.formulas(np.ones(3), np.ones(3))
+    assert "dw2/dx" in str(rep) and r"\frac{\partial w2}{\partial x}" in rep.latex()
+    assert str(rep.gradients["x"]) == "2*x*tanh(y)/(x**2 + 1) + exp(-y**2)*cos(x)"
+    src = vg.source(np.ones(3), np.ones(3))
+    assert src == vg.source(np.ones(3), np.ones(3))
+    assert "def value_and_grad" in src and "# sin(" in src
+
+
+def test_closed_over_arrays_are_constants():
+    data = np.array([1.0, 2.0, 3.0])
+    g = sg.grad(lambda w: ((w * data - 1.0) ** 2).sum())(0.5)
+    assert g == pytest.approx(float(np.sum(2 * (0.5 * data - 1) * data)))
+
+
+def test_hot_signature_moves_to_numba_and_agrees():
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(1000), rng.standard_normal(1000)
+    vg = sg.value_and_grad(w2, argnums=(0, 1))
+    v0, (gx0, gy0) = vg(x, y)           # first call: generated numpy code
+    v1, (gx1, gy1) = vg(x, y)           # hot: the fused numba kernel
+    e = next(iter(vg._entries.values()))
+    assert e.jit is not None and "numba" in e.jit_source
+    np.testing.assert_allclose(v1, v0, rtol=1e-12)
+    np.testing.assert_allclose(gx1, gx0, rtol=1e-12)
+    np.testing.assert_allclose(gy1, gy0, rtol=1e-12)
