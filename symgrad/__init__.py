@@ -4,10 +4,28 @@ from __future__ import annotations
 from . import autograd, ops  # noqa: F401
 from . import indexing as _indexing  # noqa: F401  (registers index ops)
 from ._format import get_printoptions, printoptions, set_printoptions
-from .dtypes import (DType, bool, double, float, float16, float32, float64, get_default_dtype, half, int,  # noqa: A004
-                     int8, int16, int32, int64, long, set_default_dtype, short, uint8)
-from .errors import CodegenError, SymgradError, TracingError
 from .compile import CompiledFunction, compile, grad, value_and_grad  # noqa: A004
+from .dtypes import (  # noqa: A004
+                     DType,
+                     bool,
+                     double,
+                     float,
+                     float16,
+                     float32,
+                     float64,
+                     get_default_dtype,
+                     half,
+                     int,
+                     int8,
+                     int16,
+                     int32,
+                     int64,
+                     long,
+                     set_default_dtype,
+                     short,
+                     uint8,
+)
+from .errors import CodegenError, SymgradError, TracingError
 from .formula import Formula, formula, grad_formula
 from .functional import *  # noqa: F403
 from .functional import abs, pow, sum  # noqa: A004

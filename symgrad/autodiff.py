@@ -6,7 +6,7 @@ from typing import Sequence
 import sympy as sp
 
 from .graph import Node, toposort
-from .ops import A, OUT, apply
+from .ops import OUT, A, apply
 from .ops.reduce import sum_to_node
 
 

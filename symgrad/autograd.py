@@ -17,8 +17,8 @@ import numpy as np
 
 from . import dtypes
 from .autodiff import backward_graph
-from .graph import Node, toposort
 from .grad_mode import is_grad_enabled
+from .graph import Node, toposort
 from .ops import source as _src
 
 log = logging.getLogger("symgrad")
@@ -70,7 +70,7 @@ class AccumulateGrad(GradFn):
 
 
 _CLASSES: dict[str, type] = {}
-_LEAF_TENSORS: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_LEAF_TENSORS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def _grad_fn_class(name: str) -> type:
@@ -100,7 +100,7 @@ def _next_fn(node: Node) -> GradFn | None:
 
 # ====================================================================== retained grads and hooks
 
-_RETAINED: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_RETAINED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 _HOOKS: dict[int, list] = {}
 
 

@@ -24,7 +24,7 @@ class ConstSymbol(sp.Symbol):
         return f"const({self.name})"
 
     def _latex(self, printer: Any) -> str:
-        return r"\overline{%s}" % printer._print(sp.Symbol(self.name))
+        return r"\overline{" + printer._print(sp.Symbol(self.name)) + "}"
 
     def _pretty(self, printer: Any) -> Any:
         from sympy.printing.pretty.stringpict import prettyForm

@@ -30,7 +30,7 @@ def normalize_index(index: Any, shape: tuple[int, ...]) -> tuple:
             dim += max(len(shape) - consumed, 0)
         elif isinstance(e, slice):
             if dim >= len(shape):
-                raise IndexError("too many indices for tensor of dimension %d" % len(shape))
+                raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
             start, stop, step = e.start, e.stop, e.step
             if step is not None and int(step) <= 0:
                 raise ValueError("step must be greater than zero")

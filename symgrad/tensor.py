@@ -13,8 +13,8 @@ from .dtypes import DType
 from .grad_mode import is_grad_enabled
 from .graph import Node
 from .ops import REGISTRY, OpDef, broadcast_shapes, normalize_dims
-from .ops.base import promotion_operands
 from .ops import source as _src
+from .ops.base import promotion_operands
 
 _LEAF, _CONST, _SCALAR = _src.leaf, _src.const, _src.scalar
 
@@ -295,7 +295,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return builtins.bool(self.item())
 
     def __index__(self) -> int:
@@ -630,7 +630,7 @@ class Tensor:
             cur = self.shape[i - lead] if i >= lead else 1
             if s == -1:
                 if i < lead:
-                    raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                    raise RuntimeError("The expanded size of the tensor (-1) isn't allowed in a leading, "
                                        "non-existing dimension 0")
                 s = cur
             if cur != 1 and cur != s:

@@ -66,8 +66,8 @@ def test_binary_promotion_matrix(op: str):
     for sa, sb in itertools.product(OPERANDS, OPERANDS):
         if sa[0] == "py" and sb[0] == "py":
             continue
-        ks, rs = _outcome(lambda: fn(_operand(sg, sa), _operand(sg, sb)))
-        kt, rt = _outcome(lambda: fn(_operand(torch, sa), _operand(torch, sb)))
+        ks, rs = _outcome(lambda sa=sa, sb=sb: fn(_operand(sg, sa), _operand(sg, sb)))
+        kt, rt = _outcome(lambda sa=sa, sb=sb: fn(_operand(torch, sa), _operand(torch, sb)))
         where = f"{_spec_id(sa)} {op} {_spec_id(sb)}"
         if ks != kt:
             bad.append(f"{where}: symgrad {ks} {rs!r:.120} vs torch {kt} {rt!r:.120}")
@@ -111,8 +111,8 @@ def test_unary_result_dtypes(op: str):
     bad = []
     for name, shape in itertools.product(DTYPE_NAMES, [(2, 3), ()]):
         arr = _values(name, shape)
-        ks, rs = _outcome(lambda: fn(sg, sg.tensor(arr)))
-        kt, rt = _outcome(lambda: fn(torch, torch.tensor(arr)))
+        ks, rs = _outcome(lambda arr=arr: fn(sg, sg.tensor(arr)))
+        kt, rt = _outcome(lambda arr=arr: fn(torch, torch.tensor(arr)))
         where = f"{op}({name}{list(shape)})"
         if ks != kt:
             bad.append(f"{where}: symgrad {ks} {rs!r:.120} vs torch {kt} {rt!r:.120}")
@@ -317,5 +317,6 @@ def test_inplace_keeps_the_dtype_of_self():
 
 
 def test_errors_of_bool_subtraction_and_negation():
-    assert_same_error(lambda: sg.tensor([True]) - sg.tensor([False]), lambda: torch.tensor([True]) - torch.tensor([False]))
+    assert_same_error(lambda: sg.tensor([True]) - sg.tensor([False]),
+                      lambda: torch.tensor([True]) - torch.tensor([False]))
     assert_same_error(lambda: -sg.tensor([True]), lambda: -torch.tensor([True]))

@@ -2,6 +2,6 @@
 from __future__ import annotations
 
 from . import elementwise, reduce, shape, source  # noqa: F401  (registration)
-from .base import A, OUT, REGISTRY, OpDef, apply, broadcast_shapes, get, normalize_dims, register
+from .base import OUT, REGISTRY, A, OpDef, apply, broadcast_shapes, get, normalize_dims, register
 
 __all__ = ["A", "OUT", "REGISTRY", "OpDef", "apply", "broadcast_shapes", "get", "normalize_dims", "register"]

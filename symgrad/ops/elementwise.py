@@ -7,7 +7,7 @@ import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import log1p as _log1p
 
-from .base import A, OUT, OpDef, elementwise_infer, register
+from .base import OUT, A, OpDef, elementwise_infer, register
 
 
 def _err() -> np.errstate:
