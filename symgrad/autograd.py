@@ -427,8 +427,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
             if materialize_grads:
                 g = Tensor(np.zeros_like(t._data))
             elif not allow_unused:
-                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
         out.append(g)
     return tuple(out)
 

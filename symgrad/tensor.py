@@ -586,8 +586,9 @@ class Tensor:
         dims = _shape_args(dims)
         if len(dims) != self.ndim:
             raise RuntimeError(
-                f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
-                f"desired ordering of dimensions i.e. input.dim() = {self.ndim} is not equal to len(dims) = {len(dims)}")
+                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+                f"desired ordering of dimensions i.e. input.dim() = {self.ndim} is not equal to len(dims) = "
+                f"{len(dims)}")
         nd = tuple(normalize_dims(d, self.ndim)[0] for d in dims)
         if len(set(nd)) != len(nd):
             raise RuntimeError("permute(): duplicate dims are not allowed.")
@@ -656,7 +657,8 @@ class Tensor:
         args = (self,) if other is None else (self, other)
         if is_grad_enabled() and self.is_leaf and self.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        if is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args):
+        if is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args) and \
+                _reads_self(op, len(args), attrs):
             # the op's own backward reads ``self`` as it was before the write, as torch's saved original self
             args = (_original(self), *args[1:])
         res = _apply(op, *args, _out_dtype=self.dtype, **attrs)
@@ -792,6 +794,14 @@ def _unwrap(x: Any) -> Any:
 #: node -> per input (version of its storage when the node was recorded, the input tensor) or None:
 #: what torch's SavedVariable remembers, checked when a backward rule reads that input.
 SAVED_INPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _reads_self(op: OpDef, n: int, attrs: dict) -> bool:
+    """Whether the rule of an in-place ``op`` reads its first input (``mul_`` does, ``add_`` does not)."""
+    if op.family != "elementwise":
+        return True
+    from .ops import A
+    return any(A[0] in p.free_symbols for p in op.local_partials(n, tuple(sorted(attrs.items()))))
 
 
 def _original(t: Tensor) -> Tensor:

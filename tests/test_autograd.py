@@ -529,6 +529,7 @@ def test_second_derivative_matches_torch(expr: str):
     compare(f)
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
 def test_backward_with_create_graph_then_differentiate_the_grad():
     def f(lib):
         x = lib.tensor([0.3, 0.9], dtype=lib.float64, requires_grad=True)

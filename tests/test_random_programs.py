@@ -165,10 +165,17 @@ def _binary(kind: str, a: Pair, b: Pair, k: int) -> Pair:
         return both(lambda lib, x, y: x / y, a, nonzero(b))
     if kind == "pow":
         return both(lambda lib, x, y: x ** y, bounded(positive(a)), bounded(b, 2.0))
+    if kind == "maximum":
+        return both(lambda lib, x, y: lib.maximum(x, y), a, b)
+    if kind == "minimum":
+        return both(lambda lib, x, y: lib.minimum(x, y), a, b)
+    if kind == "where":
+        return both([lambda lib, x, y: lib.where(x > y, x, y), lambda lib, x, y: lib.where(y < 0.5, x * 2, y),
+                     lambda lib, x, y: lib.where(x >= 0, x, 0.5)][k % 3], a, b)
     raise AssertionError(kind)
 
 
-BINARY = ("add", "sub", "mul", "div", "pow")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "where")
 
 
 def _reduce(p: Pair, k: int) -> Pair:
