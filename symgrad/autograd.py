@@ -362,6 +362,8 @@ def _deliver(node: Node, g: Any, term: Any) -> None:
     if t is None:
         return
     if t._grad is None:
+        if not g.requires_grad and not (g._data.flags.writeable and g._data.flags.owndata):
+            g = type(g)(g._data.copy())  # .grad accumulates in place: it needs a buffer of its own
         t._grad = g
         g._grad_terms.reset(term is not None and not g.requires_grad)
         if term is not None:
@@ -420,7 +422,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
             _deliver(node, g, None)
     for w, g in zip(wrt, gs):
         if g is not None and w.id in _RETAINED:
-            _deliver(w, g if create_graph else Tensor(g._data.copy()), None)
+            _deliver(w, g if g.requires_grad else Tensor(g._data.copy()), None)
     out = []
     for i, (t, g) in enumerate(zip(inputs, gs)):
         if g is None:

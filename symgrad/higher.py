@@ -27,7 +27,8 @@ def backward_create_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wr
         if n.id in known:
             continue
         if n.id in forward:
-            known[n.id] = Tensor(n.value, _node=n if n.requires_grad else None)
+            # the forward value under its own version counter, so rules that save it check the right one
+            known[n.id] = Tensor(n.value, _node=n if n.requires_grad else None, _version=n.storage)
             continue
         if n.op is _src.scalar:
             known[n.id] = n.attr("value")
@@ -43,5 +44,7 @@ def backward_create_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wr
         t = known[g.id]
         if t.dtype is not w.dtype:
             t = t.to(w.dtype)
+        if not t.requires_grad and any(t is o for o in out):
+            t = Tensor(t._data.copy())  # two inputs with one adjoint: separate gradients
         out.append(t)
     return out

@@ -148,7 +148,9 @@ def _index_add_lower(node: Node, target: str, args: list[str]) -> list:
 
 
 index_op = register(OpDef("index", "shape", _grad_fn, lambda a, index, fn="": a[to_numpy_index(index)], _index_infer,
-                          vjp=_index_vjp, lower=_index_lower, view=True, doc="a[index] (basic and integer-array)"))
+                          vjp=_index_vjp, lower=_index_lower,
+                          view=lambda at: not any(e[0] == "a" for e in at["index"]),
+                          doc="a[index] (basic and integer-array; only basic indexing makes a view)"))
 index_add = register(OpDef("index_add", "shape", "IndexPutBackward0", _index_add_eval, _index_add_infer,
                            vjp=_index_add_vjp, lower=_index_add_lower,
                            doc="zeros(shape) with g added at index: the adjoint of indexing"))

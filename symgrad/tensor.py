@@ -20,12 +20,17 @@ _LEAF, _CONST, _SCALAR = _src.leaf, _src.const, _src.scalar
 
 
 class _Version:
-    """A storage's version counter, shared by views and ``detach()`` (not by ``.data``)."""
+    """A storage's version counter, shared by views and ``detach()`` (not by ``.data``).
 
-    __slots__ = ("v",)
+    ``recorded`` counts the in-place writes that were recorded in the graph (a view taken before
+    one no longer describes how its values were computed).
+    """
+
+    __slots__ = ("v", "recorded")
 
     def __init__(self) -> None:
         self.v = 0
+        self.recorded = 0
 
 
 class _Terms:
@@ -365,7 +370,11 @@ class Tensor:
         return self
 
     def contiguous(self) -> Tensor:
-        return self
+        """``self`` if its memory is in C order, else a C-ordered copy (``CloneBackward0``)."""
+        return self if self._data.flags.c_contiguous else _apply(REGISTRY["clone"], self, contiguous=True)
+
+    def is_contiguous(self) -> bool:
+        return builtins.bool(self._data.flags.c_contiguous)
 
     def clone(self) -> Tensor:
         return _apply(REGISTRY["clone"], self)
@@ -657,6 +666,8 @@ class Tensor:
         args = (self,) if other is None else (self, other)
         if is_grad_enabled() and self.is_leaf and self.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        if is_grad_enabled() and self._node is not None and self._node.op.is_view(dict(self._node.attrs)):
+            _refuse_inplace_on_view(self._node)
         if is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args) and \
                 _reads_self(op, len(args), attrs):
             # the op's own backward reads ``self`` as it was before the write, as torch's saved original self
@@ -680,6 +691,7 @@ class Tensor:
             node.storage = self._version
             node.version = self._version.v
             self._node = node
+            self._version.recorded += 1
         return self
 
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -791,9 +803,25 @@ def _unwrap(x: Any) -> Any:
     return x._data.item() if isinstance(x, Tensor) else x
 
 
+#: view node -> how many recorded in-place writes its storage had when the view was taken
+VIEW_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 #: node -> per input (version of its storage when the node was recorded, the input tensor) or None:
 #: what torch's SavedVariable remembers, checked when a backward rule reads that input.
 SAVED_INPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _refuse_inplace_on_view(node: Node) -> None:
+    """In-place on a view of a tensor that requires grad: torch's error for a leaf's view; otherwise
+    torch rewrites the base's history (``CopySlices``), which symgrad does not do."""
+    base = node
+    while base.op.family != "source" and base.op.is_view(dict(base.attrs)):
+        base = base.inputs[0]
+    if base.op is _LEAF:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    raise NotImplementedError(
+        "symgrad does not support in-place operations on a view of a tensor that requires grad (torch rewrites "
+        "the history of the viewed tensor as CopySlices); apply the operation out of place, or to a clone()")
 
 
 def _reads_self(op: OpDef, n: int, attrs: dict) -> bool:
@@ -831,6 +859,10 @@ def _const_node(t: Tensor) -> Node:
 
 def _input_node(x: Any) -> Node:
     if isinstance(x, Tensor):
+        if x._node is not None and x._node in VIEW_WRITES and VIEW_WRITES[x._node] != x._version.recorded:
+            raise NotImplementedError(
+                "symgrad does not support using a view after an in-place operation recorded on the tensor it views "
+                "(torch regenerates the view's grad_fn); take the view again after the in-place operation")
         return x._node if x._node is not None else _const_node(x)
     v = _py(x)
     return Node(_SCALAR, (), (("value", v),), (), dtypes.result_type(v), value=v)
@@ -862,6 +894,8 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
     value = op.eval(*arrays, **attrs)
     if not isinstance(value, np.ndarray):
         value = np.asarray(value)
+    if op.family == "elementwise" and value.ndim >= 2:
+        value = _torch_layout(value, arrays, op.result_layout(attrs))
     if _out_dtype is not None:
         dt = _out_dtype  # in-place ops keep the dtype of the tensor they write into
     if dt is not None and value.dtype != dt.np:
@@ -870,7 +904,8 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
     diff = op.diff_args
     needs = is_grad_enabled() and any(
         isinstance(x, Tensor) and x._node is not None and (diff is None or i in diff) for i, x in enumerate(inputs))
-    version = inputs[0]._version if op.view and isinstance(inputs[0], Tensor) else None
+    is_view = isinstance(inputs[0], Tensor) and op.is_view(attrs) if inputs else False
+    version = inputs[0]._version if is_view else None
     out = Tensor(value, _version=version)
     if needs:
         if not out_dt.is_floating_point:
@@ -881,10 +916,61 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
         node.version = out._version.v
         out._node = node
         SAVED_INPUTS[node] = tuple((x._version.v, weakref.ref(x)) if isinstance(x, Tensor) else None for x in inputs)
+        if is_view:
+            VIEW_WRITES[node] = out._version.recorded
     return out
 
 
 _COMPARISONS = frozenset(("gt", "ge", "lt", "le", "eq", "ne"))
+
+
+def _torch_layout(value: np.ndarray, operands: Sequence[np.ndarray], layout: str) -> np.ndarray:
+    """``value`` laid out in memory as torch lays out an elementwise result, so that ``view()`` works
+    (or fails) and ``reshape`` picks its grad_fn as in torch.
+
+    torch's TensorIterator orders the dims by the strides of the operands, first operand first,
+    skipping broadcast dims (numpy instead falls back to C order when the operands disagree).
+    """
+    if layout == "contiguous":
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    if all(a.flags.c_contiguous for a in operands):
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    shape, nd = value.shape, value.ndim
+    strides = []
+    for a in operands:
+        lead = nd - a.ndim
+        strides.append([0 if i < lead or (a.shape[i - lead] == 1 and shape[i] != 1) else a.strides[i - lead]
+                        for i in range(nd)])
+
+    def should_swap(d0: int, d1: int) -> int:
+        for st in strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return 1 if s0 > s1 else -1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(nd - 1, -1, -1))  # fastest-moving dim first, as TensorIterator keeps it
+    for i in range(1, nd):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    order = perm[::-1]  # slowest first
+    if order == list(range(nd)):
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    want = np.empty([shape[d] for d in order], dtype=value.dtype).transpose(np.argsort(order))
+    if want.strides == value.strides:
+        return value
+    want[...] = value
+    return want
 
 
 def _binary(name: str, a: Any, b: Any, **attrs: Any) -> Tensor:

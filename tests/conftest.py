@@ -55,7 +55,7 @@ def numpy_of(x: Any) -> np.ndarray | None:
     if isinstance(x, sg.Tensor):
         return np.array(x.detach().numpy())
     if isinstance(x, torch.Tensor):
-        return x.detach().numpy().copy()
+        return x.detach().numpy(force=True).copy()  # force: torch may return a ZeroTensor
     return np.asarray(x)
 
 

@@ -362,3 +362,30 @@ def test_pow_gradient_at_zero_base():
         (z ** 2 + z ** 0 + z ** 1).sum().backward()
         return x.grad, e.grad, z.grad
     same(f)
+
+
+# ---------------------------------------------------------------------------- memory layout of results
+
+LAYOUT_EXPRS = ["3 ** x", "2 - x", "x * 2", "x ** y", "y ** x", "x + y", "y + x", "x * y", "y / x", "x + c",
+                "c + x", "x.clone()", "x.double()", "torch.where(x > 0, x, y)", "torch.where(y > 0, y, x)",
+                "torch.maximum(x, y)", "x.exp()", "x.expand(2, 3, 2) + 0", "x[::2] * 2", "(x + y).T",
+                "x.unsqueeze(0) * y"]
+
+
+@pytest.mark.parametrize("expr", LAYOUT_EXPRS)
+def test_result_layout_decides_view_and_reshape_like_torch(expr: str):
+    """torch lays an elementwise result out along its first strided input: ``view`` then works or fails
+    as in torch, and ``reshape`` is a view (ViewBackward0), an alias or a copy (UnsafeViewBackward0)."""
+    def f(lib):
+        x = lib.ones(2, 3, dtype=lib.float64, requires_grad=True).T
+        y = lib.ones(3, 2, dtype=lib.float64, requires_grad=True)
+        c = lib.ones(2, 1, dtype=lib.float64).T
+        r = eval(expr, {"x": x, "y": y, "c": c, "torch": lib})
+        try:
+            r.view(-1)
+            viewable = True
+        except RuntimeError:
+            viewable = False
+        c = r.contiguous()
+        return viewable, grad_fn_name(r.reshape(-1)), r.is_contiguous(), grad_fn_name(c), c.is_contiguous()
+    same(f)

@@ -31,10 +31,13 @@ class OpDef:
     lower      non-elementwise: ``lower(node, target, args) -> list[codegen.ir stmt]``
     infer      ``infer(*input_nodes, **attrs) -> (shape, dtype)``
     diff_args  indices of inputs that can carry a gradient (None: all)
-    view       the result shares storage with input 0 (reshape, squeeze, transpose, ...)
+    view       the result shares storage with input 0 (reshape, squeeze, transpose, ...); a bool or
+               a function of the attrs (indexing with an integer array copies)
     keeps_int  elementwise: integer inputs give an integer result (add, mul, abs, ...)
     promote_attrs  attrs holding Python numbers that take part in type promotion as torch's
                wrapped scalars (``exponent`` of ``x ** 2``: a bool tensor squared is int64)
+    layout     elementwise: "inputs" lays the result out as torch's TensorIterator does (following the
+               strides of the inputs, first input first), "contiguous" always C order (``2 ** x``)
     check      ``check(*input_dtypes, **attrs)`` raises torch's error for inputs the op refuses
                (bool subtraction, ...); Python numbers arrive as their dtype
     """
@@ -49,12 +52,20 @@ class OpDef:
     vjp: Callable[..., tuple[Node | None, ...]] | None = None
     lower: Callable[..., list] | None = None
     diff_args: tuple[int, ...] | None = None
-    view: bool = False
+    view: bool | Callable[[dict], bool] = False
     keeps_int: bool = False
     promote_attrs: tuple[str, ...] = ()
+    layout: str | Callable[[dict], str] = "inputs"
     check: Callable[..., None] | None = None
     doc: str = ""
     _cache: dict = field(default_factory=dict, repr=False)
+
+    def result_layout(self, attrs: dict) -> str:
+        return self.layout(attrs) if callable(self.layout) else self.layout
+
+    def is_view(self, attrs: dict) -> bool:
+        """Whether the result shares storage with input 0 (``view`` may depend on the attrs)."""
+        return self.view(attrs) if callable(self.view) else self.view
 
     def grad_fn_name(self, attrs: dict) -> str:
         g = self.grad_fn
@@ -75,7 +86,8 @@ class OpDef:
                 ps = tuple(sp.sympify(p) for p in self.partials(*A[:n], **dict(attrs)))
             else:
                 f = self.scalar_form(n, attrs)
-                ps = tuple(sp.diff(f, A[i]) for i in range(n))
+                # derivatives of steps (sign, Heaviside) are zero where defined: torch's convention, no DiracDelta
+                ps = tuple(sp.diff(f, A[i]).replace(sp.DiracDelta, lambda *a: sp.S.Zero) for i in range(n))
                 if not f.is_Symbol and not f.is_Number:
                     ps = tuple(p.subs(f, OUT) for p in ps)
             self._cache[key] = ps

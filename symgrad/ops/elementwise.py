@@ -17,10 +17,10 @@ def _err() -> np.errstate:
 
 def _ew(name: str, grad_fn: Any, eval_: Any, form: Any, partials: Any = None, keeps_int: bool = False,
         diff_args: tuple[int, ...] | None = None, doc: str = "", promote_attrs: tuple[str, ...] = (),
-        check: Any = None) -> OpDef:
+        check: Any = None, layout: Any = "inputs") -> OpDef:
     return register(OpDef(name, "elementwise", grad_fn, eval_, elementwise_infer, form=form,
                           partials=partials, keeps_int=keeps_int, diff_args=diff_args, doc=doc,
-                          promote_attrs=promote_attrs, check=check))
+                          promote_attrs=promote_attrs, check=check, layout=layout))
 
 
 # ---------------------------------------------------------------------------- torch's refusals of bool inputs
@@ -141,7 +141,8 @@ pow_ = _ew("pow", "PowBackward0", _quiet(_pow_eval), lambda a, exponent: a**expo
 pow_tensor = _ew("pow_tensor", "PowBackward1", _quiet(np.power), lambda a, b: a**b, partials=_pow_tt_partials,
                  keeps_int=True)
 rpow = _ew("rpow", "PowBackward2", _quiet(lambda a, base: np.power(np.asarray(base, a.dtype), a)),
-           lambda a, base: sp.S(base) ** a, partials=_rpow_partials, keeps_int=True, promote_attrs=("base",))
+           lambda a, base: sp.S(base) ** a, partials=_rpow_partials, keeps_int=True, promote_attrs=("base",),
+           layout="contiguous")
 exp = _ew("exp", "ExpBackward0", _quiet(np.exp), sp.exp)
 log = _ew("log", "LogBackward0", _quiet(np.log), sp.log)
 log1p = _ew("log1p", "Log1PBackward0", _quiet(np.log1p), _log1p)
@@ -162,12 +163,17 @@ clamp = _ew("clamp", lambda at: at.get("fn", "ClampBackward1"), _clamp_eval, _cl
 
 
 def _fused_eval(*arrays: np.ndarray, expr: sp.Expr) -> np.ndarray:
-    f = _fused_eval.cache.get(expr)
+    f = _fused_eval.cache.get((expr, len(arrays)))
     if f is None:
-        syms = [a for a in A if a in expr.free_symbols or True][: len(arrays)]
-        f = _fused_eval.cache[expr] = sp.lambdify(syms, expr, "numpy")
+        from codegen.printer import KernelPrinter
+
+        # the kernels' printer: SymPy's own prints ``And`` as ``logical_and.reduce``, which cannot broadcast
+        f = sp.lambdify(A[: len(arrays)], expr, modules=[{"numpy": np}, "numpy"], printer=KernelPrinter)
+        _fused_eval.cache[expr, len(arrays)] = f
     with _err():
-        return np.asarray(f(*arrays))
+        out = np.asarray(f(*arrays))
+    shape = np.broadcast_shapes(*(np.shape(a) for a in arrays)) if arrays else ()
+    return out if out.shape == shape else np.broadcast_to(out, shape).copy()
 
 
 _fused_eval.cache = {}
@@ -187,15 +193,16 @@ def _to_infer(op: OpDef, a: Any, dtype: Any) -> Any:
     return a.shape, dtypes.from_any(dtype)
 
 
-def _clone_eval(a: np.ndarray, saved: bool = False) -> np.ndarray:
+def _clone_eval(a: np.ndarray, saved: bool = False, contiguous: bool = False) -> np.ndarray:
     # torch's preserve_format: a dense tensor keeps its strides, an expanded or strided one becomes contiguous
-    c = np.copy(a, order="K")
-    return c if c.strides == a.strides else np.array(a, order="C", copy=True)
+    c = np.copy(a, order="C" if contiguous else "K")
+    return c if contiguous or c.strides == a.strides else np.array(a, order="C", copy=True)
 
 
-clone = _ew("clone", "CloneBackward0", _clone_eval, lambda a, saved=False: a, keeps_int=True,
-            doc="a copy; `saved` marks the copy of self an in-place op keeps for its own backward (torch's "
-                "original self), which next_functions looks through")
+clone = _ew("clone", "CloneBackward0", _clone_eval, lambda a, saved=False, contiguous=False: a, keeps_int=True,
+            layout=lambda at: "contiguous" if at.get("contiguous") else "inputs",
+            doc="a copy (`contiguous`: in C order, as `.contiguous()`); `saved` marks the copy of self an in-place "
+                "op keeps for its own backward (torch's original self), which next_functions looks through")
 to = register(OpDef("to", "elementwise", "ToCopyBackward0", lambda a, dtype: a.astype(np.dtype(dtype)),
                     _to_infer, form=lambda a, dtype: a, doc="dtype conversion; the gradient converts back"))
 
