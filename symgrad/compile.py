@@ -67,6 +67,8 @@ class CompiledFunction:
         self.argnums = _argnums(argnums)
         self._single = isinstance(argnums, int)
         self._entries: dict[tuple, _Entry] = {}
+        self._fast: Callable | None = None
+        self._fast_n = -1
         functools.update_wrapper(self, fn, updated=())
         target = fn.fn if isinstance(fn, CompiledFunction) else fn
         try:
@@ -174,6 +176,12 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any) -> Any:
+        if self._fast_n == len(args):
+            for a in args:
+                if type(a) is not float:
+                    break
+            else:
+                return self._fast(*args)
         from .trace import Tracer
         if any(isinstance(a, Tracer) for a in args):
             return self._trace_symbolic(args)
@@ -184,8 +192,13 @@ class CompiledFunction:
                   for a, k in zip(args, kinds)] + e.consts
         e.calls += 1
         jit = self._jit(e) if e.calls >= HOT_CALLS and BACKEND == "numba" else None
+        all_py = all(k[0] == "py" for k in kinds)
+        if jit is not None and all_py:
+            arrays = [float(a) for a in arrays]
         with np.errstate(all="ignore"):
             raw = jit(*arrays) if jit is not None else e.fn(arrays)
+        if jit is not None and not e.consts and all_py:
+            self._fast, self._fast_n = self._make_fast(jit), len(args)
         outs = []
         for (dt, shape), r, i in zip(e.out_specs, raw, [None] + list(self.argnums)):
             r = np.asarray(r, dtype=dt.np)
@@ -204,6 +217,29 @@ class CompiledFunction:
         grads = tuple(outs[1:])
         g = grads[0] if self._single else grads
         return g if self.mode == "grad" else (outs[0], g)
+
+    def _make_fast(self, jit: Any) -> Callable:
+        """A direct caller for all-float arguments: the numba kernel already returns Python floats.
+
+        It calls the compiled (float64, ...) overload's entry point, skipping numba's type dispatch.
+        """
+        try:
+            jit = jit.overloads[tuple(jit.signatures[-1])].entry_point
+        except (AttributeError, IndexError, KeyError):
+            pass
+        if self.mode == "fn":
+            return lambda *a: jit(*a)[0]
+        if self.mode == "grad":
+            return (lambda *a: jit(*a)[1]) if self._single else (lambda *a: jit(*a)[1:])
+        if self._single:
+            def vg(*a: float) -> tuple:
+                r = jit(*a)
+                return r[0], r[1]
+        else:
+            def vg(*a: float) -> tuple:
+                r = jit(*a)
+                return r[0], r[1:]
+        return vg
 
     def _call_recorded(self, args: Sequence[Any]) -> Tensor:
         """Tensor arguments that require grad: replay the traced DAG as recorded eager ops, so the

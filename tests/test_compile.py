@@ -153,3 +153,16 @@ def test_hot_signature_moves_to_numba_and_agrees():
     np.testing.assert_allclose(v1, v0, rtol=1e-12)
     np.testing.assert_allclose(gx1, gx0, rtol=1e-12)
     np.testing.assert_allclose(gy1, gy0, rtol=1e-12)
+
+
+def test_float_fast_path_after_warmup():
+    vg = sg.value_and_grad(lambda a, b: a * b + sg.sin(a), argnums=(0, 1))
+    first = [vg(1.0, 2.0) for _ in range(3)]
+    assert vg._fast is not None
+    assert first[0] == first[2]
+    v, (ga, gb) = vg(0.5, -1.0)
+    assert v == pytest.approx(-0.5 + np.sin(0.5), rel=1e-14)
+    assert ga == pytest.approx(-1.0 + np.cos(0.5), rel=1e-14) and gb == pytest.approx(0.5)
+    assert isinstance(vg(np.float64(0.5), 2.0)[0], float)   # non-float args take the general path
+    g = sg.grad(lambda a: a ** 3)
+    assert [g(2.0) for _ in range(3)] == [12.0, 12.0, 12.0]
