@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, Reduce, Reshape, Transpose
+from .ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, MatMul, Reduce, Reshape, Transpose
 from .names import comment
 from .printer import KernelPrinter
 
@@ -52,6 +52,8 @@ def emit_numpy(kernel: Kernel) -> str:
             lines.append(f"    {st.target} = numpy.broadcast_to({st.arg}, {st.shape!r})")
         elif isinstance(st, Transpose):
             lines.append(f"    {st.target} = numpy.transpose({st.arg}, {st.axes!r})")
+        elif isinstance(st, MatMul):
+            lines.append(f"    {st.target} = numpy.matmul({st.a}, {st.b})")
         elif isinstance(st, Index):
             lines.append(f"    {st.target} = numpy.asarray({st.arg}[{index_source(st.index)}])")
         elif isinstance(st, IndexAdd):

@@ -113,3 +113,18 @@ class IndexAdd:
 
 
 Stmt = Elementwise | Reduce | Reshape | Broadcast | Transpose | Index | IndexAdd
+
+
+@dataclass(frozen=True)
+class MatMul:
+    """``target = a @ b`` with numpy's matmul semantics (BLAS where it applies)."""
+
+    target: str
+    a: str
+    b: str
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+Stmt = Stmt | MatMul

@@ -163,7 +163,7 @@ class CompiledFunction:
                           path)
             except Exception as exc:  # noqa: BLE001 - fall back to the numpy kernel, loudly in the log
                 e.jit_source = f"# numba backend unavailable: {exc}"
-                log.warning("symgrad: numba kernel for %s failed (%s); using numpy code", self.mode, exc)
+                log.debug("numba kernel for %s not available (%s); the numpy kernel stays in use", self.mode, exc)
         return e.jit
 
     def _entry(self, args: Sequence[Any]) -> tuple[_Entry, list[tuple]]:

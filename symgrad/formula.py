@@ -270,6 +270,8 @@ class _Display:
         elif op.name == "index_add":
             from .indexing import describe
             e = Scattered(ins[0], sp.Symbol(describe(n.attr("index"))))
+        elif op.name == "permute" and n.attr("dims") != tuple(range(n.ndim)):
+            e = sp.Function("transpose", real=True)(ins[0])
         elif op.family == "shape":
             e = ins[0]
         elif hasattr(op, "display"):

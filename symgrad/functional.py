@@ -342,3 +342,24 @@ le = _comparison("le")
 eq = _comparison("eq")
 ne = _comparison("ne")
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b`` with torch's rules (1-D·1-D dot, matrix-vector, matrix-matrix, batched broadcasting)."""
+    return _t(a).matmul(b)
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    return a.mm(b)
+
+
+def mv(a: Tensor, v: Tensor) -> Tensor:
+    return a.mv(v)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    return a.dot(b)
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    return a.outer(b)

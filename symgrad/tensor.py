@@ -656,6 +656,36 @@ class Tensor:
     def broadcast_to(self, shape: Sequence[int]) -> Tensor:
         return self.expand(*shape)
 
+    def matmul(self, other: Any) -> Tensor:
+        """``self @ other``: dot, matrix-vector, matrix-matrix or batched (broadcast) products."""
+        from .ops.linalg import matmul_shape, torch_name
+        other = other if isinstance(other, Tensor) else tensor_like(other, self)
+        matmul_shape(self._data.shape, other._data.shape)
+        return _apply(REGISTRY["matmul"], self, other, fn=torch_name(self.ndim, other.ndim))
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return tensor_like(other, self).matmul(self)
+
+    def mm(self, other: Tensor) -> Tensor:
+        if self.ndim != 2 or other.ndim != 2:
+            raise RuntimeError("self must be a matrix" if self.ndim != 2 else "mat2 must be a matrix")
+        return self.matmul(other)
+
+    def mv(self, vec: Tensor) -> Tensor:
+        if self.ndim != 2 or vec.ndim != 1:
+            raise RuntimeError(f"vector + matrix @ vector expected, got {self.ndim}, {vec.ndim}")
+        return self.matmul(vec)
+
+    def dot(self, other: Tensor) -> Tensor:
+        if self.ndim != 1 or other.ndim != 1:
+            raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {other.ndim}D tensors")
+        return self.matmul(other)
+
+    def outer(self, other: Tensor) -> Tensor:
+        return self.unsqueeze(1) * other.unsqueeze(0)
+
     def __getitem__(self, index: Any) -> Tensor:
         from .indexing import getitem
         return getitem(self, index)

@@ -268,6 +268,12 @@ CASES: list[Case] = [
     Case("permute", lambda lib, x: x.T, [((2, 3),)], (_any,), ".T"),
     Case("permute", lambda lib, x: x.t(), [((3, 2),)], (_any,), ".t()"),
     # ------------------------------------------------------------------ indexing
+    Case("matmul", lambda lib, a, b: a @ b, [((3,), (3,))], (_any, _any), "dot"),
+    Case("matmul", lambda lib, a, b: lib.matmul(a, b), [((2, 3), (3,))], (_any, _any), "mv"),
+    Case("matmul", lambda lib, a, b: a @ b, [((3,), (3, 4))], (_any, _any), "vm"),
+    Case("matmul", lambda lib, a, b: a.mm(b), [((2, 3), (3, 4))], (_any, _any), "mm"),
+    Case("matmul", lambda lib, a, b: a @ b, [((2, 2, 3), (3, 4))], (_any, _any), "batched, broadcast"),
+    Case("matmul", lambda lib, a, b: a @ b, [((2, 1, 2, 3), (3, 3, 2))], (_any, _any), "batch broadcast both"),
     Case("index", lambda lib, x: x[1], [((3, 4),)], (_any,), "int"),
     Case("index", lambda lib, x: x[-1, 2], [((3, 4),)], (_any,), "int,int"),
     Case("index", lambda lib, x: x[1:, ::2], [((3, 4),)], (_any,), "slices"),

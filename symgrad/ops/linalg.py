@@ -1,0 +1,91 @@
+"""Linear algebra: matmul (dot, mv, mm, batched with broadcasting); its VJP is matmuls, transposes and sum_to."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from codegen import ir
+
+from ..graph import Node
+from .base import OpDef, apply, broadcast_shapes, register
+from .reduce import sum_to_node
+
+
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """numpy/torch matmul result shape, with torch's error texts."""
+    if not a or not b:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {len(a)}D and {len(b)}D")
+    if len(a) == 1 and len(b) == 1:
+        if a[0] != b[0]:
+            raise RuntimeError(
+                f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same number of "
+                f"elements, but got {a[0]} and {b[0]} elements respectively")
+        return ()
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        rows = int(np.prod(a2[:-1]))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{a2[-1]} and {b2[-2]}x{b2[-1]})")
+    batch = broadcast_shapes(a2[:-2], b2[:-2])
+    out = batch + (a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+def _grad_fn(at: dict) -> str:
+    return at.get("fn", "MmBackward0")
+
+
+def _infer(op: OpDef, a: Node, b: Node, fn: str = "") -> Any:
+    from .. import dtypes
+    return matmul_shape(a.shape, b.shape), dtypes.promote_types(a.dtype, b.dtype)
+
+
+def _mT(x: Node) -> Node:  # noqa: N802
+    dims = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return apply("permute", x, dims=dims)
+
+
+def _vjp(node: Node, g: Node) -> tuple:
+    a, b = node.inputs
+    if a.ndim == 1 and b.ndim == 1:
+        ga = apply("mul", apply("expand", g, shape=b.shape), b) if a.requires_grad else None
+        gb = apply("mul", apply("expand", g, shape=a.shape), a) if b.requires_grad else None
+        return ga, gb
+    a2 = a if a.ndim > 1 else apply("reshape", a, shape=(1,) + a.shape)
+    b2 = b if b.ndim > 1 else apply("reshape", b, shape=b.shape + (1,))
+    full = broadcast_shapes(a2.shape[:-2], b2.shape[:-2]) + (a2.shape[-2], b2.shape[-1])
+    g2 = g if g.shape == full else apply("reshape", g, shape=full)
+    ga = gb = None
+    if a.requires_grad:
+        ga = sum_to_node(apply("matmul", g2, _mT(b2)), a2.shape)
+        ga = ga if ga.shape == a.shape else apply("reshape", ga, shape=a.shape)
+    if b.requires_grad:
+        gb = sum_to_node(apply("matmul", _mT(a2), g2), b2.shape)
+        gb = gb if gb.shape == b.shape else apply("reshape", gb, shape=b.shape)
+    return ga, gb
+
+
+def _lower(node: Node, target: str, args: list[str]) -> list:
+    return [ir.MatMul(target, args[0], args[1], node.shape, node.dtype.np.name)]
+
+
+matmul = register(OpDef("matmul", "linalg", _grad_fn, lambda a, b, fn="": np.asarray(np.matmul(a, b)), _infer,
+                        vjp=_vjp, lower=_lower, doc="a @ b; formulas print it as matmul(a, b)"))
+
+
+def torch_name(a_ndim: int, b_ndim: int) -> str:
+    """The grad_fn class torch reports for a matmul of these ranks."""
+    if a_ndim == 1 and b_ndim == 1:
+        return "DotBackward0"
+    if a_ndim == 2 and b_ndim == 1:
+        return "MvBackward0"
+    if a_ndim == 1 and b_ndim == 2:
+        return "SqueezeBackward4"
+    if a_ndim == 2 and b_ndim == 2:
+        return "MmBackward0"
+    return "UnsafeViewBackward0"
