@@ -8,6 +8,7 @@ the recorded values. The next backward over the same structure only builds the k
 from __future__ import annotations
 
 import logging
+import os
 import time
 import weakref
 from dataclasses import dataclass
@@ -141,6 +142,36 @@ class Program:
     zero: list[bool]          # per wrt: structurally zero gradient
     source: str
     path: Any
+    kernel: Any = None        # the codegen IR, for the numba kernel once the structure is hot
+    calls: int = 0
+    jit: Callable | None = None
+    jit_failed: bool = False
+
+    def run(self, values: list, seeds: list) -> Any:
+        """Generated numpy code at first; the fused numba kernel once this structure is hot."""
+        self.calls += 1
+        if self.jit is None and not self.jit_failed and self.calls >= EAGER_JIT_AFTER and self.kernel is not None:
+            self._compile_jit()
+        if self.jit is not None:
+            args = [(values if q.group == "v" else seeds)[q.index] for q in self.kernel.params]
+            return self.jit(*args)
+        return self.fn(values, seeds)
+
+    def _compile_jit(self) -> None:
+        from codegen import load_kernel
+        from codegen.numba_emit import emit_numba
+        t0 = time.perf_counter()
+        try:
+            self.jit, path = load_kernel(emit_numba(self.kernel), self.kernel.name, prefix="numba")
+            log.debug("eager structure hot after %d backward calls: numba kernel %s (%.1f ms)", self.calls, path,
+                      1e3 * (time.perf_counter() - t0))
+        except Exception as exc:  # noqa: BLE001 - the numpy program keeps working
+            self.jit_failed = True
+            log.debug("eager structure stays on numpy code: %s", exc)
+
+
+#: backward() calls over one graph structure before it moves to a numba kernel (0: never).
+EAGER_JIT_AFTER = int(os.environ.get("SYMGRAD_EAGER_JIT_AFTER", "50")) or 1 << 62
 
 
 _PROGRAMS: dict[Any, Program] = {}
@@ -181,7 +212,7 @@ def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[No
     read_set = set(reads)
     saved = sorted({(pos[r], pos[v]) for r, v in pairs if r in pos and v in pos and pos[v] in read_set}, reverse=True)
     return Program(fn, reads, sorted(pos[i] for i in saving if i in pos), saved, [g is None for g in grads], source,
-                   path)
+                   path, kernel)
 
 
 _FREED_MSG = (
@@ -256,7 +287,7 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
     _check_saved(order, prog)
     values = [n.value for n in order]
     with np.errstate(all="ignore"):
-        outs = prog.fn(values, list(seeds))
+        outs = prog.run(values, list(seeds))
     result: list[np.ndarray | None] = []
     for w, wp, z, o in zip(wrt, wrt_pos, prog.zero, outs):
         if z:

@@ -12,9 +12,11 @@ from .graph import Node, toposort
 from .ops import A
 
 
-def _note(node: Node) -> str:
-    ins = ", ".join(f"%{i.id}" for i in node.inputs)
-    return comment(f"{node.op.name}({ins}) -> {node.dtype.name}{list(node.shape)}")
+def _note(node: Node, names: dict[int, str]) -> str:
+    """The node as a comment: op, input names, dtype and rank (no sizes or global ids, so the
+    same graph gives the same source at any size and in any process)."""
+    ins = ", ".join(names.get(i.id, "?") for i in node.inputs)
+    return comment(f"{node.op.name}({ins}) -> {node.dtype.name} {node.ndim}-d")
 
 
 def lower(name: str, params: Sequence[tuple[Node, str, int]], outputs: Sequence[Node],
@@ -63,7 +65,7 @@ def lower(name: str, params: Sequence[tuple[Node, str, int]], outputs: Sequence[
             if uses.get(n.id, 0) == 1 and n.id not in out_ids and fusable_user.get(n.id) and not casts:
                 exprs[n.id] = e
                 continue
-            body.append(ir.Elementwise(target, e, n.shape, n.dtype.np.name, _note(n)))
+            body.append(ir.Elementwise(target, e, n.shape, n.dtype.np.name, _note(n, names)))
         else:
             for x in n.inputs:
                 if x.id in exprs and x.op.name != "scalar":
@@ -72,13 +74,13 @@ def lower(name: str, params: Sequence[tuple[Node, str, int]], outputs: Sequence[
             stmts = n.op.lower(n, target, args)
             body.extend(stmts[:-1])
             last = stmts[-1]
-            body.append(type(last)(**{**last.__dict__, "note": _note(n)}))
+            body.append(type(last)(**{**last.__dict__, "note": _note(n, names)}))
     result = []
     for o in outputs:
         if o.id in exprs:
             t = f"t{counter}"
             counter += 1
-            body.append(ir.Elementwise(t, exprs[o.id], o.shape, o.dtype.np.name, _note(o)))
+            body.append(ir.Elementwise(t, exprs[o.id], o.shape, o.dtype.np.name, _note(o, names)))
             result.append(t)
         else:
             result.append(names[o.id])

@@ -655,3 +655,22 @@ def test_register_hook_on_intermediate_and_leaf():
         (y * y).sum().backward()
         return seen[0], x.grad
     compare(f)
+
+
+def test_hot_eager_structure_moves_to_numba_with_same_gradients(monkeypatch):
+    from symgrad import autograd
+    monkeypatch.setattr(autograd, "EAGER_JIT_AFTER", 3)
+    rng = np.random.default_rng(5)
+    x = sg.tensor(rng.standard_normal(64), requires_grad=True)
+    y = sg.tensor(rng.standard_normal(64), requires_grad=True)
+    grads = []
+    for _ in range(4):
+        x.grad = y.grad = None
+        out = (sg.sin(x) * sg.exp(-y ** 2) + sg.log1p(x ** 2) * sg.tanh(y)).sum() * 0.5
+        out.backward()
+        grads.append((x.grad.numpy().copy(), y.grad.numpy().copy()))
+    prog = list(autograd._PROGRAMS.values())[-1]
+    assert prog.jit is not None
+    for gx, gy in grads[1:]:
+        np.testing.assert_allclose(gx, grads[0][0], rtol=1e-12)
+        np.testing.assert_allclose(gy, grads[0][1], rtol=1e-12)
