@@ -1,88 +1,560 @@
-"""Generated source on disk: content-hashed files, atomic writes, imported from the real file."""
+"""Generated source on disk: content-hashed files, verified on load, written atomically, imported from the real file.
+
+Layout
+------
+``load_kernel(source, name, prefix)`` keeps ``source`` in ``cache_dir()/<prefix>_<sha256[:24]>.py``
+and returns ``name`` from it. The folder is ``$SYMGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/symgrad``
+(``~/.cache/symgrad``). A ``numba.njit(cache=True)`` kernel imported from such a file gets numba's
+on-disk cache next to it (``__pycache__/<file stem>.<function>-<line>.pyXY.nbi`` / ``.N.nbc``), so a
+later process loads the machine code instead of compiling it.
+
+Robustness
+----------
+* **Verify on load.** The file's name is the hash of its content; before importing, the bytes on
+  disk are compared with ``source``. A missing, truncated, empty or foreign file is (re)written
+  and the reason logged; the module is compiled from the verified bytes (with the real path as
+  its file name, so tracebacks, ``inspect`` and numba's cache locator see the real file), never
+  from whatever the file holds by then, and no ``.pyc`` is involved.
+* **Atomic, first writer wins.** A new file is written to a temporary name in the same folder and
+  hard-linked into place (``os.link`` fails if another process got there first, whose identical
+  file is then kept, so numbas that stamp their cache with the file's mtime, rather than with its
+  sha256 as 0.68 does, see one stamp). A corrupt file is replaced with ``os.replace``. Readers see
+  either nothing or a whole file.
+* **Numba artefacts are checksummed.** numba 0.68 neither validates its ``.nbi`` / ``.nbc`` files
+  nor survives a damaged one (a garbage or truncated file raises ``UnpicklingError`` /
+  ``EOFError`` from the call; a flipped byte inside the object code loads silently). Each kernel's
+  dispatcher gets a guard around its cache (``_NumbaCacheGuard``): after numba saves, the sha256 of
+  the index and of every data file it names go to ``<index>.sha256``; before numba loads, they
+  are checked. A mismatch (or an artefact with no checksum, or any error while numba reads it)
+  means: drop the bad files, recompile, save afresh. The guard only runs when numba compiles or
+  loads a signature, never on a call.
+* **Concurrent processes** compiling the same kernel both succeed: every file (ours and numba's)
+  is replaced atomically; the worst a race costs is one extra compilation later.
+* **Read-only folder.** If the folder cannot be created or written (probed by creating a file in
+  it), a private temporary folder (``$TMPDIR/symgrad-<uid>``, mode 0700, owned by this user, else
+  a fresh ``mkdtemp``) is used with a ``RuntimeWarning``. Same if a write fails later.
+* ``SYMGRAD_DISABLE_CACHE=1`` keeps everything in memory: nothing is written, the module is
+  executed from a string and numba kernels are built with ``cache=False``.
+
+Logging
+-------
+On logger ``symgrad.codegen`` at debug level: each kernel file (reused, written, or rebuilt with the
+reason) with its check / write / import times, and each numba signature, either loaded from the
+disk cache (with its verify and load times) or compiled with the reason (no cache entry, stale,
+rejected artefact, caching off...) and its stage times (frontend, typing, lowering+LLVM, cache
+save).
+
+``jit_stats(fn)`` returns a numba kernel's counters (signatures, numba's cache hits and misses, and
+the guard's loads, compiles and rejected artefacts); ``jit_stats()`` sums them over every numba
+kernel this process loaded through ``load_kernel``.
+"""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import io
+import json
 import logging
 import os
+import pickle
+import re
+import stat
 import sys
 import tempfile
+import threading
+import time
 import warnings
+import weakref
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Iterator
 
 log = logging.getLogger("symgrad.codegen")
 
-_dir: Path | None = None
+__all__ = ["cache_dir", "reset_cache_dir", "cache_disabled", "source_hash", "write_atomic", "load_kernel",
+           "jit_stats", "instrument"]
+
+#: (the environment the folder was resolved from, the folder)
+_resolved: tuple[tuple, Path] | None = None
+
+#: The numba kernels instrumented in this process (weak references), for ``jit_stats()``.
+_KERNELS: list[weakref.ref] = []
+
+_FALSE = ("", "0", "false", "no", "off")
+
+_IMPORT_LOCK = threading.RLock()
+
+
+def cache_disabled() -> bool:
+    """``SYMGRAD_DISABLE_CACHE`` is set to something other than ``""``, ``0``, ``false``, ``no``, ``off``."""
+    return os.environ.get("SYMGRAD_DISABLE_CACHE", "").strip().lower() not in _FALSE
+
+
+def _writable(folder: Path) -> None:
+    """Raise ``OSError`` unless a file can be created (and removed) in ``folder``."""
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe")
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _fallback_dir() -> Path:
+    """A private temporary folder: ``$TMPDIR/symgrad-<uid>`` if it is ours and closed to others, else a new one."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    shared = Path(tempfile.gettempdir()) / f"symgrad-{uid if uid is not None else 'user'}"
+    try:
+        shared.mkdir(mode=0o700, exist_ok=True)
+        st = shared.lstat()        # not stat(): a symlink planted there is refused
+        if stat.S_ISDIR(st.st_mode) and (uid is None or st.st_uid == uid) and not st.st_mode & 0o022:
+            _writable(shared)
+            return shared
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="symgrad-"))
+
+
+def _fall_back(base: Path, why: str) -> Path:
+    global _resolved
+    fallback = _fallback_dir()
+    msg = f"symgrad: cache folder {base} is not writable ({why}); using {fallback}"
+    log.warning(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    _resolved = (_env_key(), fallback)
+    return fallback
+
+
+def _env_key() -> tuple:
+    return (os.environ.get("SYMGRAD_CACHE_DIR"), os.environ.get("XDG_CACHE_HOME"))
 
 
 def cache_dir() -> Path:
-    """``$SYMGRAD_CACHE_DIR``, else the user's cache folder; a temporary one if not writable."""
-    global _dir
-    if _dir is not None:
-        return _dir
-    env = os.environ.get("SYMGRAD_CACHE_DIR")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "symgrad"
+    """``$SYMGRAD_CACHE_DIR``, else the user's cache folder; a temporary one (with a warning) if not writable.
+
+    Resolved once per value of the environment variables (``reset_cache_dir()`` forces it again).
+    """
+    global _resolved
+    key = _env_key()
+    if _resolved is not None and _resolved[0] == key:
+        return _resolved[1]
+    env, xdg = key
+    base = Path(env) if env else Path(xdg or Path.home() / ".cache") / "symgrad"
     try:
         base.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=base, prefix=".probe", delete=True)
-        probe.close()
-    except OSError:
-        fallback = Path(tempfile.gettempdir()) / f"symgrad-{os.getuid() if hasattr(os, 'getuid') else 0}"
-        fallback.mkdir(parents=True, exist_ok=True)
-        warnings.warn(f"symgrad: cache folder {base} is not writable; using {fallback}", RuntimeWarning,
-                      stacklevel=2)
-        base = fallback
-    _dir = base
+        _writable(base)
+    except OSError as exc:
+        return _fall_back(base, f"{type(exc).__name__}: {exc}")
+    _resolved = (key, base)
     return base
 
 
 def reset_cache_dir() -> None:
     """Forget the resolved folder (tests change ``SYMGRAD_CACHE_DIR``)."""
-    global _dir
-    _dir = None
+    global _resolved
+    _resolved = None
 
 
-def source_hash(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()[:24]
+def source_hash(source: str | bytes) -> str:
+    data = source.encode() if isinstance(source, str) else source
+    return hashlib.sha256(data).hexdigest()[:24]
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader sees either nothing or the whole file."""
+def _tmp_beside(path: Path, data: bytes) -> str:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _unlink(path: str | Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` to ``path`` so a reader sees either the old file or the whole new one."""
+    tmp = _tmp_beside(path, text.encode() if isinstance(text, str) else text)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         raise
 
 
-def load_kernel(source: str, name: str, prefix: str = "k") -> tuple[object, Path]:
-    """Write ``source`` under its hash (unless the same file is there) and return ``name`` from it."""
-    digest = source_hash(source)
-    path = cache_dir() / f"{prefix}_{digest}.py"
-    use_disk = not os.environ.get("SYMGRAD_DISABLE_CACHE")
-    if use_disk:
-        try:
-            if not path.exists() or path.read_text() != source:
-                write_atomic(path, source)
-        except OSError:
-            use_disk = False
-    if use_disk:
-        modname = f"symgrad_gen.{prefix}_{digest}"
-        mod = sys.modules.get(modname)
-        if mod is None:
-            spec = importlib.util.spec_from_file_location(modname, path)
-            assert spec is not None and spec.loader is not None
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            sys.modules[modname] = mod
+def _what_is_wrong(old: bytes, new: bytes) -> str:
+    if not old:
+        return "empty file"
+    if new.startswith(old):
+        return f"truncated file ({len(old)} of {len(new)} bytes)"
+    return f"content does not match its hash name ({len(old)} bytes, sha256 {source_hash(old)}...)"
+
+
+def _ensure_file(path: Path, data: bytes) -> str:
+    """Make ``path`` hold exactly ``data``; return what was done (``reused``, ``written``, ``rebuilt: why``)."""
+    try:
+        with open(path, "rb") as f:
+            old: bytes | None = f.read(len(data) + 1)
+    except FileNotFoundError:
+        old = None
+    except OSError as exc:             # e.g. a folder in the way: replacing it fails below, loudly
+        old, why = b"", f"unreadable ({type(exc).__name__})"
     else:
-        mod = ModuleType(f"symgrad_gen_{digest}")
-        exec(compile(source, f"<symgrad {digest}>", "exec"), mod.__dict__)  # noqa: S102
-    return getattr(mod, name), path
+        if old == data:
+            return "reused"
+        why = _what_is_wrong(old, data)
+    tmp = _tmp_beside(path, data)
+    try:
+        if old is None:
+            try:
+                os.link(tmp, path)     # fails if another process created it meanwhile
+                return "written"
+            except FileExistsError:
+                with open(path, "rb") as f:
+                    if f.read(len(data) + 1) == data:
+                        return "reused (written by another process)"
+                why = "another process wrote different content"
+            except OSError:            # no hard links on this file system: plain atomic replace
+                os.replace(tmp, path)
+                return "written"
+        os.replace(tmp, path)
+        return f"rebuilt: {why}"
+    finally:
+        _unlink(tmp)
+
+
+_NJIT_CACHE = re.compile(r"(?m)^(\s*@numba\.n?jit\(.*?)\bcache=True\b")
+
+
+def _in_memory(source: str, digest: str, prefix: str) -> ModuleType:
+    mod = ModuleType(f"symgrad_gen_{prefix}_{digest}")
+    src = _NJIT_CACHE.sub(r"\1cache=False", source)     # numba cannot cache a function with no file
+    exec(compile(src, f"<symgrad {prefix}_{digest}>", "exec", dont_inherit=True), mod.__dict__)  # noqa: S102
+    return mod
+
+
+def _import(path: Path, data: bytes, modname: str) -> ModuleType:
+    """Execute the verified bytes as module ``modname`` whose file is ``path``."""
+    code = compile(data, str(path), "exec", dont_inherit=True)
+    spec = importlib.util.spec_from_file_location(modname, path)
+    assert spec is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod          # numba's cache rebuilds environments with import_module(modname)
+    try:
+        exec(code, mod.__dict__)  # noqa: S102
+    except BaseException:
+        sys.modules.pop(modname, None)
+        raise
+    return mod
+
+
+def load_kernel(source: str, name: str, prefix: str = "k") -> tuple[Any, Path]:
+    """Keep ``source`` under its hash in the cache folder (verified, rebuilt if damaged) and return
+    (``name`` from it, the file's path). In memory only under ``SYMGRAD_DISABLE_CACHE``."""
+    t0 = time.perf_counter()
+    data = source.encode()
+    digest = source_hash(data)
+    fname = f"{prefix}_{digest}.py"
+    path = Path(f"<memory>/{fname}")
+    what = "kept in memory (SYMGRAD_DISABLE_CACHE)"
+    in_memory = cache_disabled()
+    if not in_memory:
+        for attempt in range(2):
+            folder = cache_dir()
+            try:
+                what = _ensure_file(folder / fname, data)
+                path = folder / fname
+                break
+            except OSError as exc:
+                if attempt == 0:
+                    _fall_back(folder, f"writing {fname}: {type(exc).__name__}: {exc}")
+                    continue
+                what = f"kept in memory (cannot write {folder / fname}: {exc})"
+                log.warning("symgrad: %s", what)
+                in_memory = True
+    t1 = time.perf_counter()
+    if in_memory:
+        mod = _in_memory(source, digest, prefix)
+    else:
+        modname = f"symgrad_gen.{prefix}_{digest}"
+        with _IMPORT_LOCK:
+            mod = sys.modules.get(modname)
+            if mod is None:
+                mod = _import(path, data, modname)
+            else:
+                what += ", module already imported"
+    t2 = time.perf_counter()
+    fn = getattr(mod, name)
+    if hasattr(fn, "_cache") and hasattr(fn, "stats"):      # a numba dispatcher (duck-typed: no numba import)
+        instrument(fn, label=f"{prefix}_{digest}.{name}")
+    log.debug("kernel %s: %s; check+write %.1f ms, import %.1f ms (%s)", fname, what, 1e3 * (t1 - t0),
+              1e3 * (t2 - t1), path)
+    return fn, path
+
+
+# =========================================================================== numba's cache
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` across processes (best effort: none where unavailable)."""
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)
+
+
+def _sha(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _index_overloads(index_bytes: bytes) -> dict:
+    """The ``{key: data file name}`` of a numba index (numba's own format: version, then (stamp, overloads))."""
+    f = io.BytesIO(index_bytes)
+    pickle.load(f)
+    _stamp, overloads = pickle.loads(f.read())
+    return overloads
+
+
+def _fmt_sig(sig: Any) -> str:
+    try:
+        return ", ".join(str(a) for a in sig)
+    except TypeError:
+        return str(sig)
+
+
+def _stage_times(cres: Any) -> str:
+    """numba's per-pass timings of a compile result, grouped into a few stages (ms)."""
+    try:
+        passes = cres.metadata["pipeline_times"]["nopython"]
+    except (AttributeError, KeyError, TypeError):
+        return "stage times unavailable"
+    groups = {"frontend": 0.0, "typing": 0.0, "parfors": 0.0, "lowering+LLVM": 0.0, "other": 0.0}
+    seen_typing = False
+    for pname, t in passes.items():
+        dt = t.init + t.run + t.finalize
+        if "type_inference" in pname:
+            groups["typing"] += dt
+            seen_typing = True
+        elif "native_lowering" in pname or "native_parfor_lowering" in pname:
+            groups["lowering+LLVM"] += dt
+        elif "parfor" in pname:
+            groups["parfors"] += dt
+        elif not seen_typing:
+            groups["frontend"] += dt
+        else:
+            groups["other"] += dt
+    return ", ".join(f"{k} {1e3 * v:.1f} ms" for k, v in groups.items() if v >= 1e-4 or k != "parfors")
+
+
+class _NumbaCacheGuard:
+    """Stands in for a numba dispatcher's ``_cache`` (numba calls ``load_overload`` before compiling a
+    signature and ``save_overload`` after): verifies artefacts, survives damaged ones, counts and logs.
+    Everything else is delegated to numba's cache object."""
+
+    def __init__(self, inner: Any, label: str) -> None:
+        self._inner = inner
+        self.label = label
+        self.loads = 0
+        self.compiles = 0
+        self.rejected = 0
+        self.events: list[dict] = []
+        self._pending: dict[Any, tuple[str, float, float]] = {}
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "_inner":               # not set yet (copy, unpickling): no recursion
+            raise AttributeError(attr)
+        return getattr(self._inner, attr)
+
+    def __repr__(self) -> str:
+        return f"<symgrad guard of {self._inner!r}>"
+
+    # ------------------------------------------------------------------ files
+    @property
+    def _file(self) -> Any:
+        return getattr(self._inner, "_cache_file", None)
+
+    def _sum_path(self) -> str:
+        return self._file._index_path + ".sha256"
+
+    def _drop(self, names: list[str]) -> None:
+        cf = self._file
+        for n in names:
+            _unlink(cf._data_path(n) if n != cf._index_name else cf._index_path)
+
+    def _verify(self) -> str | None:
+        """None if the artefacts are absent or intact; else why not (and the bad files are removed)."""
+        cf = self._file
+        try:
+            with open(cf._index_path, "rb") as f:
+                index = f.read()
+        except FileNotFoundError:
+            return None
+        try:
+            with open(self._sum_path()) as f:
+                sums = json.load(f)
+        except (OSError, ValueError):
+            return "numba cache artefact has no valid checksum"
+        if not isinstance(sums, dict) or sums.get(cf._index_name) != hashlib.sha256(index).hexdigest():
+            self._drop([cf._index_name])
+            return f"numba cache index {cf._index_name} fails its checksum"
+        try:
+            names = sorted(set(_index_overloads(index).values()))
+        except Exception as exc:  # noqa: BLE001 - a checksummed index numba wrote but cannot read back
+            self._drop([cf._index_name])
+            return f"numba cache index unreadable ({type(exc).__name__})"
+        for n in names:
+            digest = _sha(cf._data_path(n))
+            if digest is not None and sums.get(n) != digest:
+                self._drop([n])
+                return f"numba cache data {n} fails its checksum"
+        return None
+
+    def _write_sums(self) -> None:
+        cf = self._file
+        try:
+            with open(cf._index_path, "rb") as f:
+                index = f.read()
+            sums = {cf._index_name: hashlib.sha256(index).hexdigest()}
+            for n in sorted(set(_index_overloads(index).values())):
+                digest = _sha(cf._data_path(n))
+                if digest is not None:
+                    sums[n] = digest
+            write_atomic(Path(self._sum_path()), json.dumps(sums, indent=0, sort_keys=True))
+        except Exception as exc:  # noqa: BLE001 - no checksum only means the next process recompiles
+            log.debug("numba cache checksum for %s not written: %s", self.label, exc)
+
+    def _why_miss(self, sig: Any, target_context: Any) -> str:
+        cf = self._file
+        try:
+            if not os.path.exists(cf._index_path):
+                return "no numba cache entry"
+            overloads = cf._load_index()
+            if not overloads:
+                return "numba cache stale (source file or numba version changed)"
+            key = self._inner._index_key(sig, target_context.codegen())
+            return "signature not in numba cache" if key not in overloads else "numba cache data file missing"
+        except Exception:  # noqa: BLE001
+            return "numba cache miss"
+
+    # ------------------------------------------------------------------ numba's interface
+    def _lock_path(self) -> str:
+        return self._file._index_path + ".lock"
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        t0 = time.perf_counter()
+        target_context.refresh()               # numba's start-up (registries), outside the lock
+        t1 = time.perf_counter()
+        if self._file is None:                 # NullCache: caching is off for this dispatcher
+            self._pending[sig] = ("numba caching off (kernel in memory)", t1, t1 - t0)
+            return self._inner.load_overload(sig, target_context)
+        reason, cres = None, None
+        if os.path.exists(self._file._index_path):
+            with _locked(self._lock_path()):   # no writer between the checksum and numba's read
+                reason = self._verify()
+                if reason is None:
+                    try:
+                        cres = self._inner.load_overload(sig, target_context)
+                    except Exception as exc:  # noqa: BLE001 - a damaged artefact must cost a compile, not the call
+                        reason = f"numba cache unreadable ({type(exc).__name__}: {exc})"
+                        self._drop([self._file._index_name])
+        t2 = time.perf_counter()
+        if cres is not None:
+            self.loads += 1
+            self.events.append({"event": "load", "sig": _fmt_sig(sig), "init_s": t1 - t0, "load_s": t2 - t1})
+            log.debug("numba %s(%s): loaded from the disk cache (%s); numba target init %.1f ms, verify+load %.1f ms",
+                      self.label, _fmt_sig(sig), self._inner.cache_path, 1e3 * (t1 - t0), 1e3 * (t2 - t1))
+            return cres
+        if reason is None:
+            reason = self._why_miss(sig, target_context)
+        else:
+            self.rejected += 1
+        self._pending[sig] = (reason, time.perf_counter(), t2 - t0)
+        return None
+
+    def save_overload(self, sig: Any, cres: Any) -> None:
+        t0 = time.perf_counter()
+        reason, t_miss, lookup = self._pending.pop(sig, ("compiled", t0, 0.0))
+        if self._file is not None:
+            try:
+                self._inner._impl.locator.ensure_cache_path()
+            except Exception:  # noqa: BLE001 - numba's own save reports an unusable folder
+                pass
+            with _locked(self._lock_path()):
+                for attempt in range(2):
+                    try:
+                        self._inner.save_overload(sig, cres)
+                        break
+                    except Exception as exc:  # noqa: BLE001 - e.g. an index numba cannot read back while saving
+                        if attempt:
+                            log.warning("symgrad: numba kernel %s not saved to the disk cache: %s", self.label, exc)
+                        self._drop([self._file._index_name])
+                self._write_sums()
+        else:
+            self._inner.save_overload(sig, cres)
+        t1 = time.perf_counter()
+        self.compiles += 1
+        stages = _stage_times(cres)
+        self.events.append({"event": "compile", "sig": _fmt_sig(sig), "reason": reason, "lookup_s": lookup,
+                            "compile_s": t0 - t_miss, "save_s": t1 - t0, "stages": stages})
+        log.debug("numba %s(%s): compiled (%s) in %.1f ms [%s]; cache lookup %.1f ms (incl. numba target init), "
+                  "cache save %.1f ms", self.label, _fmt_sig(sig), reason, 1e3 * (t0 - t_miss), stages,
+                  1e3 * lookup, 1e3 * (t1 - t0))
+
+
+def instrument(dispatcher: Any, label: str | None = None) -> Any:
+    """Put the cache guard on a numba dispatcher (``load_kernel`` does it for every numba kernel)."""
+    cache = getattr(dispatcher, "_cache", None)
+    if cache is not None and not isinstance(cache, _NumbaCacheGuard):
+        guard = _NumbaCacheGuard(cache, label or getattr(dispatcher, "__qualname__", repr(dispatcher)))
+        dispatcher._cache = guard
+        _KERNELS.append(weakref.ref(dispatcher))
+    return dispatcher
+
+
+def jit_stats(fn: Any = None) -> dict:
+    """Counters of a numba kernel, or summed over every numba kernel ``load_kernel`` loaded (``fn=None``).
+
+    ``signatures``: compiled or loaded signatures; ``cache_hits`` / ``cache_misses``: numba's own
+    counters; ``loads`` / ``compiles``: signatures loaded from disk / compiled by this process;
+    ``rejected``: damaged numba artefacts thrown away. A plain function (no numba) gives ``numba: False``.
+    """
+    keys = ("signatures", "cache_hits", "cache_misses", "loads", "compiles", "rejected")
+    if fn is None:
+        total = dict.fromkeys(keys, 0)
+        kernels = [k for k in (r() for r in _KERNELS) if k is not None]
+        total["kernels"] = len(kernels)
+        for k in kernels:
+            d = jit_stats(k)
+            for name in keys:
+                total[name] += d[name]
+        return total
+    guard = getattr(fn, "_cache", None)
+    if guard is None or not hasattr(fn, "stats"):
+        return {"numba": False, **dict.fromkeys(keys, 0)}
+    stats = fn.stats
+    out = {"numba": True, "signatures": len(fn.signatures), "cache_hits": sum(stats.cache_hits.values()),
+           "cache_misses": sum(stats.cache_misses.values()), "cache_path": stats.cache_path}
+    if isinstance(guard, _NumbaCacheGuard):
+        out.update(loads=guard.loads, compiles=guard.compiles, rejected=guard.rejected, events=list(guard.events))
+    else:
+        out.update(loads=out["cache_hits"], compiles=out["cache_misses"], rejected=0, events=[])
+    return out

@@ -1364,7 +1364,12 @@ class _Emitter:
             out.append(f"{pad}for {ch} in numba.prange({nch}):")
             for acc, dt in reds:
                 out.append(f"{pad}    {parts[acc]} = {_np_dtype(dt)}({'0.0' if _is_float(dt) else '0'})")
-            out.append(f"{pad}    for {iv} in range({n} * {ch} // {nch}, {n} * ({ch} + 1) // {nch}):")
+            # unsigned indices counted from 0 in each chunk: no negative-index wraparound, so LLVM vectorises
+            lo, cnt, j = self.fresh("lo"), self.fresh("cnt"), self.fresh("j")
+            out.append(f"{pad}    {lo} = numba.uint64({n} * {ch} // {nch})")
+            out.append(f"{pad}    {cnt} = numba.uint64({n} * ({ch} + 1) // {nch}) - {lo}")
+            out.append(f"{pad}    for {j} in range({cnt}):")
+            out.append(f"{pad}        {iv} = {lo} + {j}")
             for x in loop.items:
                 self.render_item(x, out, ind + 2, {**(partials or {}), **parts})
             for acc, _ in reds:

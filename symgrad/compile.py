@@ -210,7 +210,8 @@ class CompiledFunction:
             elif any(k[0] == "sg" for k in kinds):
                 outs.append(Tensor(np.array(r)))
             else:
-                r = np.array(r) if not r.flags.writeable or not r.flags.owndata else r
+                if not r.flags.writeable or any(r is a or (r.base is not None and r.base is a) for a in arrays):
+                    r = np.array(r)
                 outs.append(r[()] if r.ndim == 0 else r)
         if self.mode == "fn":
             return outs[0]
