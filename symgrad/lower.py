@@ -19,6 +19,10 @@ def _note(node: Node, names: dict[int, str]) -> str:
     return comment(f"{node.op.name}({ins}) -> {node.dtype.name} {node.ndim}-d")
 
 
+#: the most nodes fused into one elementwise expression (keeps lowering and CSE linear in depth)
+MAX_INLINE = 32
+
+
 def lower(name: str, params: Sequence[tuple[Node, str, int]], outputs: Sequence[Node],
           doc: str = "", groups: tuple[str, ...] = ("v",)) -> tuple[ir.Kernel, list[int]]:
     """A kernel computing ``outputs`` from ``params`` (node, group, index).
@@ -38,6 +42,7 @@ def lower(name: str, params: Sequence[tuple[Node, str, int]], outputs: Sequence[
     out_ids = {o.id for o in outputs}
     names: dict[int, str] = {}
     exprs: dict[int, sp.Expr] = {}
+    size: dict[int, int] = {}
     used_params: list[ir.Param] = []
     body: list = []
     counter = 0
@@ -62,7 +67,10 @@ def lower(name: str, params: Sequence[tuple[Node, str, int]], outputs: Sequence[
             form = n.op.scalar_form(len(n.inputs), n.attrs)
             e = form.xreplace({A[k]: sym(x) for k, x in enumerate(n.inputs)})
             casts = any(x.dtype != n.dtype for x in n.inputs if x.op.name != "scalar")
-            if uses.get(n.id, 0) == 1 and n.id not in out_ids and fusable_user.get(n.id) and not casts:
+            size[n.id] = 1 + sum(size.get(x.id, 0) for x in n.inputs if x.id in exprs)
+            # inline single-use values, but bound the fused expression so lowering stays linear
+            if (uses.get(n.id, 0) == 1 and n.id not in out_ids and fusable_user.get(n.id) and not casts
+                    and size[n.id] <= MAX_INLINE):
                 exprs[n.id] = e
                 continue
             body.append(ir.Elementwise(target, e, n.shape, n.dtype.np.name, _note(n, names)))
