@@ -32,7 +32,8 @@ class Elementwise:
 
 @dataclass(frozen=True)
 class Reduce:
-    """``target = kind(arg, axes, keepdims)``; kind is "sum" or "mean"."""
+    """``target = kind(arg, axes, keepdims)``; kind is "sum", "mean", "max", "min" or "prod"
+    (max/min propagate NaN)."""
 
     target: str
     kind: str
@@ -128,3 +129,47 @@ class MatMul:
 
 
 Stmt = Stmt | MatMul
+
+
+@dataclass(frozen=True)
+class ArgReduce:
+    """``target = argmax/argmin(arg, axis, keepdims)`` as int64 (first occurrence; NaN counts as the extreme);
+    ``axis`` None: the index into the flattened ``arg``."""
+
+    target: str
+    kind: str
+    arg: str
+    axis: int | None
+    keepdims: bool
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CumSum:
+    """``target = cumsum(arg, axis)``; ``reverse``: summed from the end of the axis (the adjoint of cumsum)."""
+
+    target: str
+    arg: str
+    axis: int
+    reverse: bool
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Concat:
+    """``target = concatenate(args, axis)`` (``stack``: along a new axis), converted to ``dtype``."""
+
+    target: str
+    args: tuple[str, ...]
+    axis: int
+    stack: bool
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+Stmt = Stmt | ArgReduce | CumSum | Concat

@@ -1,7 +1,11 @@
 """SymPy → numpy source: SymPy's NumPyPrinter with the few cases kernels print differently."""
 from __future__ import annotations
 
+from typing import Any
+
 import sympy as sp
+from sympy.core.function import Application
+from sympy.logic.boolalg import Boolean
 from sympy.printing.numpy import NumPyPrinter
 
 
@@ -87,6 +91,88 @@ class KernelPrinter(NumPyPrinter):
             b = self.parenthesize(base, 1000)
             return f"({b}*{b})" if base.is_Symbol else f"{b}**2"
         return super()._print_Pow(expr, rational)
+
+
+class NumpyPredicate(Application, Boolean):
+    """A numpy elementwise predicate as a SymPy boolean (usable as a ``Piecewise`` condition), printed
+    as ``numpy.<name>(x)`` by every numpy printer (SymPy's, the kernels', numba's); never evaluated
+    symbolically (a real SymPy symbol is finite, so SymPy would fold ``isinf(x)`` to False). Not a
+    ``BooleanFunction``: SymPy's logic simplification treats it as one opaque proposition."""
+
+    _numpy_name = ""
+
+    @classmethod
+    def eval(cls, *args: Any) -> None:
+        return None
+
+    def _numpycode(self, printer: Any) -> str:
+        return f"numpy.{self._numpy_name}({', '.join(printer._print(a) for a in self.args)})"
+
+    _symgrad_numpycode = _symgrad_numbacode = _numpycode
+
+    def _sympystr(self, printer: Any) -> str:
+        return f"{self._numpy_name}({', '.join(printer._print(a) for a in self.args)})"
+
+    def _latex(self, printer: Any) -> str:
+        return rf"\operatorname{{{self._numpy_name}}}\left({', '.join(printer._print(a) for a in self.args)}\right)"
+
+
+class IsNan(NumpyPredicate):
+    _numpy_name = "isnan"
+
+
+class IsInf(NumpyPredicate):
+    _numpy_name = "isinf"
+
+
+class IsFinite(NumpyPredicate):
+    _numpy_name = "isfinite"
+
+
+class NumpyIntFunction(sp.Function):
+    """A numpy integer function (``bitwise_and``...) as a SymPy function, printed
+    ``numpy.<name>(...)`` over its arguments as int64 (SymPy's symbols are real: a form may be
+    evaluated on floats holding integers); the statement's dtype converts the result back."""
+
+    _numpy_name = ""
+    _operator = ""
+    is_integer = True
+
+    @classmethod
+    def eval(cls, *args: Any) -> None:
+        return None
+
+    def _numpycode(self, printer: Any) -> str:
+        args = ", ".join(f"numpy.asarray({printer._print(a)}).astype(numpy.int64)" for a in self.args)
+        return f"numpy.{self._numpy_name}({args})"
+
+    _symgrad_numpycode = _numpycode
+
+    def _symgrad_numbacode(self, printer: Any) -> str:
+        args = [f"int({printer._print(a)})" for a in self.args]
+        return f"({self._operator}{args[0]})" if len(args) == 1 else f"({f' {self._operator} '.join(args)})"
+
+    def _sympystr(self, printer: Any) -> str:
+        return f"{self._numpy_name}({', '.join(printer._print(a) for a in self.args)})"
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sp.S.Zero
+
+
+class BitwiseAnd(NumpyIntFunction):
+    _numpy_name, _operator = "bitwise_and", "&"
+
+
+class BitwiseOr(NumpyIntFunction):
+    _numpy_name, _operator = "bitwise_or", "|"
+
+
+class BitwiseXor(NumpyIntFunction):
+    _numpy_name, _operator = "bitwise_xor", "^"
+
+
+class BitwiseNot(NumpyIntFunction):
+    _numpy_name, _operator = "invert", "~"
 
 
 def print_expr(expr: sp.Expr) -> str:

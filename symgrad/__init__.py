@@ -1,7 +1,7 @@
 """symgrad: torch-compatible tensors on a SymPy expression DAG, symbolic gradients, generated kernels."""
 from __future__ import annotations
 
-from . import autograd, ops  # noqa: F401
+from . import autograd, ops, return_types  # noqa: F401
 from . import indexing as _indexing  # noqa: F401  (registers index ops)
 from ._format import get_printoptions, printoptions, set_printoptions
 from .compile import CompiledFunction, compile, grad, value_and_grad  # noqa: A004
@@ -28,7 +28,7 @@ from .dtypes import (  # noqa: A004
 from .errors import CodegenError, SymgradError, TracingError
 from .formula import Formula, formula, grad_formula
 from .functional import *  # noqa: F403
-from .functional import abs, pow, sum  # noqa: A004
+from .functional import abs, max, min, pow, sum  # noqa: A004
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tensor import Size, Tensor
 

@@ -1,6 +1,7 @@
 """Formulas for people: the DAG inlined into SymPy expressions with readable names, as str / pretty / LaTeX."""
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -12,7 +13,7 @@ from sympy.printing.str import StrPrinter
 from .graph import Node, toposort
 from .ops import A
 from .ops import source as _src
-from .simplify import display_simplify
+from .simplify import display_simplify, shield, unshield
 
 # ---------------------------------------------------------------------- display-only SymPy objects
 
@@ -36,6 +37,7 @@ class _Reduction(sp.Function):
 
     _label = "sum"
     is_real = True
+    opaque = True  # not elementwise: display_simplify keeps SymPy out of it
 
     @classmethod
     def eval(cls, *args: Any) -> None:
@@ -67,6 +69,7 @@ class Indexed(sp.Function):
     """``e[spec]``: an indexed tensor; ``spec`` is kept as a symbol holding its source text."""
 
     is_real = True
+    opaque = True  # not elementwise: display_simplify keeps SymPy out of it
 
     @classmethod
     def eval(cls, *args: Any) -> None:
@@ -86,6 +89,7 @@ class Scattered(sp.Function):
     """``scatter(e, spec)``: zeros with ``e`` placed at ``spec`` (the adjoint of indexing)."""
 
     is_real = True
+    opaque = True  # not elementwise: display_simplify keeps SymPy out of it
 
     @classmethod
     def eval(cls, *args: Any) -> None:
@@ -248,8 +252,13 @@ class _Display:
         if op is _src.scalar:
             return _number(n.attr("value"))
         ins = [self.exprs[i.id] for i in n.inputs]
-        if op.family == "elementwise":
-            e = op.scalar_form(len(ins), n.attrs).xreplace(dict(zip(A, ins)))
+        if op.display is not None:
+            e = op.display(n, ins)
+        elif op.family == "elementwise":
+            # opaque inputs (sums, indexing...) stay out of SymPy's evaluation of the form
+            table: dict = {}
+            e = op.scalar_form(len(ins), n.attrs).xreplace(dict(zip(A, (shield(i, table) for i in ins))))
+            e = unshield(e, table)
         elif op.name in ("sum", "mean", "sum_to"):
             cls = MeanOf if op.name == "mean" else SumOf
             if op.name == "sum_to":
@@ -260,13 +269,17 @@ class _Display:
                 dims, full = n.attr("dims"), n.attr("full")
             if not dims:
                 e = ins[0]
+            elif ins[0].is_Number:  # a reduction of a constant (the broadcast seed of a gradient)
+                count = 1 if op.name == "mean" else math.prod(n.inputs[0].shape[d] for d in dims)
+                e = ins[0] * count
             elif full or len(dims) == n.inputs[0].ndim:
                 e = cls(ins[0])
             else:
                 e = cls(ins[0], sp.Tuple(*dims))
         elif op.name == "index":
             from .indexing import describe
-            e = Indexed(ins[0], sp.Symbol(describe(n.attr("index"))))
+            # a slice of a constant (the broadcast seed of a sum's gradient) is that constant
+            e = ins[0] if ins[0].is_Number else Indexed(ins[0], sp.Symbol(describe(n.attr("index"))))
         elif op.name == "index_add":
             from .indexing import describe
             e = Scattered(ins[0], sp.Symbol(describe(n.attr("index"))))
@@ -274,8 +287,6 @@ class _Display:
             e = sp.Function("transpose", real=True)(ins[0])
         elif op.family == "shape":
             e = ins[0]
-        elif hasattr(op, "display"):
-            e = op.display(n, ins)
         else:
             e = sp.Function(op.name, real=True)(*ins)
         if self.uses.get(n.id, 0) > 1 and sp.count_ops(e) > self.INLINE_OPS:

@@ -9,7 +9,19 @@ import numpy as np
 from . import dtypes
 from .dtypes import DType
 from .ops import REGISTRY
-from .tensor import _ALL_DIMS, Tensor, _apply, _shape_args, _to_array, clamp, pow, tensor_like  # noqa: F401
+from .tensor import (  # noqa: F401
+    _ALL_DIMS,
+    Tensor,
+    _apply,
+    _logical,
+    _shape_args,
+    _to_array,
+    cat,
+    clamp,
+    pow,
+    stack,
+    tensor_like,
+)
 
 _rng = np.random.default_rng()
 
@@ -70,7 +82,7 @@ def numel(t: Tensor) -> int:
 def _fill(size: Sequence[Any], value: Any, dtype: Any, requires_grad: bool, name: str | None = None) -> Tensor:
     shape = _shape_args(size)
     if any(s < 0 for s in shape):
-        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
     d = _dt(dtype) or (dtypes.get_default_dtype() if isinstance(value, builtins.float) or value is None
                        else dtypes.result_type(value))
     arr = np.full(shape, 0 if value is None else value, dtype=d.np)
@@ -363,3 +375,113 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
     return a.outer(b)
+
+
+# ---------------------------------------------------------------------- selections, normalizations, scans, joins
+
+def max(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False) -> Any:  # noqa: A001
+    """``a.max()``, ``a.max(dim, keepdim)`` (values, indices) or, with a tensor, ``maximum``."""
+    return _t(a).max(dim, keepdim)
+
+
+def min(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False) -> Any:  # noqa: A001
+    """``a.min()``, ``a.min(dim, keepdim)`` (values, indices) or, with a tensor, ``minimum``."""
+    return _t(a).min(dim, keepdim)
+
+
+def amax(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _t(a).amax(dim, keepdim)
+
+
+def amin(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _t(a).amin(dim, keepdim)
+
+
+def argmax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return _t(a).argmax(dim, keepdim)
+
+
+def argmin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return _t(a).argmin(dim, keepdim)
+
+
+def prod(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    return _t(a).prod(dim, keepdim, dtype=dtype)
+
+
+def logsumexp(a: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(a), dim))``, numerically stable."""
+    return _t(a).logsumexp(dim, keepdim)
+
+
+def softmax(a: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``exp(a) / sum(exp(a), dim)``, numerically stable (the max is subtracted first)."""
+    return _t(a).softmax(dim, dtype=dtype)
+
+
+def log_softmax(a: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``a - logsumexp(a, dim)``, numerically stable."""
+    return _t(a).log_softmax(dim, dtype=dtype)
+
+
+def cumsum(a: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return _t(a).cumsum(dim, dtype=dtype)
+
+
+def split(a: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    return a.split(split_size_or_sections, dim)
+
+
+def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    return a.chunk(chunks, dim)
+
+
+def unbind(a: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    return a.unbind(dim)
+
+
+concat = concatenate = cat
+
+
+def logical_and(a: Tensor, b: Tensor) -> Tensor:
+    return _logical("logical_and", _t(a), b, position=2)
+
+
+def logical_or(a: Tensor, b: Tensor) -> Tensor:
+    return _logical("logical_or", _t(a), b, position=2)
+
+
+def logical_xor(a: Tensor, b: Tensor) -> Tensor:
+    return _logical("logical_xor", _t(a), b, position=2)
+
+
+def logical_not(a: Tensor) -> Tensor:
+    return _t(a).logical_not()
+
+
+def bitwise_and(a: Any, b: Any) -> Tensor:
+    return _t(a).bitwise_and(b)
+
+
+def bitwise_or(a: Any, b: Any) -> Tensor:
+    return _t(a).bitwise_or(b)
+
+
+def bitwise_xor(a: Any, b: Any) -> Tensor:
+    return _t(a).bitwise_xor(b)
+
+
+def bitwise_not(a: Any) -> Tensor:
+    return _t(a).bitwise_not()
+
+
+def isnan(a: Any) -> Tensor:
+    return _t(a).isnan()
+
+
+def isinf(a: Any) -> Tensor:
+    return _t(a).isinf()
+
+
+def isfinite(a: Any) -> Tensor:
+    return _t(a).isfinite()

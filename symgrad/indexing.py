@@ -22,6 +22,9 @@ def normalize_index(index: Any, shape: tuple[int, ...]) -> tuple:
     dim = 0
     for e in index:
         if isinstance(e, Tensor):
+            from .trace import Tracer
+            if isinstance(e, Tracer):
+                e._concrete("indexing with a traced tensor")  # it has no values to pick with: TracingError
             e = e._data
         if e is None:
             out.append(("n",))

@@ -517,6 +517,52 @@ class Tensor:
     def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
         return builtins.bool(np.allclose(self._data, _arr(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
+    # ------------------------------------------------------------------ logical ops and predicates (no grad)
+    def logical_and(self, other: Tensor) -> Tensor:
+        return _logical("logical_and", self, other)
+
+    def logical_or(self, other: Tensor) -> Tensor:
+        return _logical("logical_or", self, other)
+
+    def logical_xor(self, other: Tensor) -> Tensor:
+        return _logical("logical_xor", self, other)
+
+    def logical_not(self) -> Tensor:
+        return _apply(REGISTRY["logical_not"], self)
+
+    def bitwise_and(self, other: Any) -> Tensor:
+        return _bitwise("and", self, other)
+
+    def bitwise_or(self, other: Any) -> Tensor:
+        return _bitwise("or", self, other)
+
+    def bitwise_xor(self, other: Any) -> Tensor:
+        return _bitwise("xor", self, other)
+
+    def bitwise_not(self) -> Tensor:
+        if self.is_floating_point():
+            raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_torch_type_name(self.dtype)}'")
+        return _apply(REGISTRY["logical_not" if self.dtype is dtypes.bool else "bitwise_not"], self)
+
+    __and__, __or__, __xor__ = bitwise_and, bitwise_or, bitwise_xor
+
+    # commutative: torch records ``other & self`` as ``self & other``
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self) -> Tensor:
+        if self.is_floating_point():
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        return self.bitwise_not()
+
+    def isnan(self) -> Tensor:
+        return _apply(REGISTRY["isnan"], self)
+
+    def isinf(self) -> Tensor:
+        return _apply(REGISTRY["isinf"], self)
+
+    def isfinite(self) -> Tensor:
+        return _apply(REGISTRY["isfinite"], self)
+
     def all(self) -> Tensor:
         return Tensor(np.asarray(np.all(self._data)))
 
@@ -537,6 +583,58 @@ class Tensor:
                 f"dtype. Got: {_torch_type_name(t.dtype)}")
         full, dim = _reduce_dims(dim)
         return _apply(REGISTRY["mean"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=full)
+
+    def prod(self, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        """Product over all elements, or over one ``dim``; the gradient is exact at zeros (as torch's)."""
+        t = self if dtype is None else _cast(self, dtypes.from_any(dtype))
+        if dim is _ALL_DIMS:
+            return _apply(REGISTRY["prod"], t, dims=tuple(range(t.ndim)), keepdim=False, full=True)
+        return _apply(REGISTRY["prod"], t, dims=normalize_dims(_one_dim(dim), t.ndim), keepdim=keepdim, full=False)
+
+    def max(self, dim: Any = _ALL_DIMS, keepdim: bool = False) -> Any:
+        """The maximum (ties share the gradient evenly); with ``dim``, ``(values, indices)`` as
+        ``torch.return_types.max`` (the gradient goes to the index returned); with a tensor, ``maximum``."""
+        return _extreme(self, "max", dim, keepdim)
+
+    def min(self, dim: Any = _ALL_DIMS, keepdim: bool = False) -> Any:
+        """The minimum; see ``max``."""
+        return _extreme(self, "min", dim, keepdim)
+
+    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        """The maximum over ``dim`` (all dims for ``()``); ties share the gradient evenly."""
+        return _amax(self, "amax", dim, keepdim)
+
+    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        return _amax(self, "amin", dim, keepdim)
+
+    def argmax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Index of the first maximum (of the flattened tensor without ``dim``), int64."""
+        return _argext(self, "argmax", dim, keepdim)
+
+    def argmin(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return _argext(self, "argmin", dim, keepdim)
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+        """``log(sum(exp(self), dim))``, stable: ``log(sum(exp(self - max))) + max``."""
+        t = self if self.is_floating_point() else _cast(self, dtypes.get_default_dtype())
+        dims = normalize_dims(dim, t.ndim)
+        if not dims and t.ndim and not isinstance(dim, (builtins.int, np.integer)):
+            raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {[1] * t.ndim}")
+        return _apply(REGISTRY["logsumexp"], t, dims=dims, keepdim=keepdim)
+
+    def softmax(self, dim: Any, dtype: Any = None) -> Tensor:
+        """``exp(self - max) / sum(exp(self - max))`` along ``dim``."""
+        return _softmax(self, "softmax", dim, dtype)
+
+    def log_softmax(self, dim: Any, dtype: Any = None) -> Tensor:
+        """``self - max - log(sum(exp(self - max)))`` along ``dim``."""
+        return _softmax(self, "log_softmax", dim, dtype)
+
+    def cumsum(self, dim: Any, *, dtype: Any = None) -> Tensor:
+        """Running sum along ``dim`` (integers sum as int64)."""
+        t = self if dtype is None else _cast(self, dtypes.from_any(dtype))
+        d = normalize_dims(_one_dim(dim), t.ndim)
+        return _apply(REGISTRY["cumsum"], t, dim=d[0] if d else 0, reverse=False)
 
     # ------------------------------------------------------------------ shape ops
     def view(self, *shape: Any) -> Tensor:
@@ -656,6 +754,65 @@ class Tensor:
     def broadcast_to(self, shape: Sequence[int]) -> Tensor:
         return self.expand(*shape)
 
+    def repeat(self, *sizes: Any) -> Tensor:
+        """Tile the tensor ``sizes[i]`` times along dim ``i`` (new leading dims first), a copy."""
+        reps = _shape_args(sizes)
+        if len(reps) < self.ndim:
+            raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                               "tensor")
+        padded = (1,) * (len(reps) - self.ndim) + tuple(self.shape)
+        out = [s * r for s, r in zip(padded, reps)]
+        if any(r < 0 for r in reps):
+            bad = next(o for o in out if o < 0)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {out}")
+        return _apply(REGISTRY["repeat"], self, repeats=reps)
+
+    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        """Views of consecutive pieces along ``dim``: of ``split_size`` each (the last may be shorter),
+        or of the given sizes."""
+        if self.ndim == 0:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
+        d = normalize_dims(dim, self.ndim)[0]
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, (builtins.int, np.integer)):
+            size = builtins.int(split_size_or_sections)
+            if size < 0:
+                raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+            if size == 0 and n != 0:
+                raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+            sizes = [0] if size == 0 else [builtins.min(size, n - i) for i in range(0, builtins.max(n, 1), size)]
+            return _pieces(self, d, sizes, "SplitBackward0")
+        sizes = [builtins.int(s) for s in split_size_or_sections]
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={sizes}")
+        if builtins.sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                               f"dimension {d}), but got split_sizes={sizes}")
+        return _pieces(self, d, sizes, "SplitWithSizesBackward0")
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """At most ``chunks`` views of ``ceil(size / chunks)`` elements along ``dim``."""
+        if self.ndim == 0:
+            raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+        if chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        d = normalize_dims(dim, self.ndim)[0]
+        n = self.shape[d]
+        size = -(-n // chunks)
+        if n == 0:
+            return _pieces(self, d, [0] * chunks, "SplitWithSizesBackward0")
+        return self.split(size, d)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        """The views ``self.select(dim, i)`` for each ``i``."""
+        if self.ndim == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        d = normalize_dims(dim, self.ndim)[0]
+        lead = (("s", None, None, None),) * d
+        return _multi_views([_apply(REGISTRY["index"], self, index=lead + (("i", i),), fn="UnbindBackward0")
+                             for i in range(self.shape[d])], "UnbindBackward0")
+
     def matmul(self, other: Any) -> Tensor:
         """``self @ other``: dot, matrix-vector, matrix-matrix or batched (broadcast) products."""
         from .ops.linalg import matmul_shape, torch_name
@@ -696,6 +853,12 @@ class Tensor:
         args = (self,) if other is None else (self, other)
         if is_grad_enabled() and self.is_leaf and self.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        if is_grad_enabled() and self._node is not None and self._node in MULTI_VIEWS:
+            fn, k = MULTI_VIEWS[self._node]
+            raise RuntimeError(
+                f"Output {k} of {fn} is a view and is being modified inplace. This view is the output of a function "
+                "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
+                "You should replace the inplace operation by an out-of-place one.")
         if is_grad_enabled() and self._node is not None and self._node.op.is_view(dict(self._node.attrs)):
             _refuse_inplace_on_view(self._node)
         if is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args) and \
@@ -836,6 +999,10 @@ def _unwrap(x: Any) -> Any:
 #: view node -> how many recorded in-place writes its storage had when the view was taken
 VIEW_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+#: node of a view made by a function returning several (split, chunk, unbind) -> (torch's name, output number):
+#: torch refuses in-place operations on those
+MULTI_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 #: node -> per input (version of its storage when the node was recorded, the input tensor) or None:
 #: what torch's SavedVariable remembers, checked when a backward rule reads that input.
 SAVED_INPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -951,7 +1118,8 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
     return out
 
 
-_COMPARISONS = frozenset(("gt", "ge", "lt", "le", "eq", "ne"))
+_COMPARISONS = frozenset(("gt", "ge", "lt", "le", "eq", "ne", "logical_and", "logical_or", "logical_xor",
+                          "logical_not", "isnan", "isinf", "isfinite"))
 
 
 def _torch_layout(value: np.ndarray, operands: Sequence[np.ndarray], layout: str) -> np.ndarray:
@@ -1102,3 +1270,136 @@ def clamp(a: Tensor, min: Any = None, max: Any = None, _fn: str | None = None) -
             out = F.minimum(out, max)
         return out
     return _apply(REGISTRY["clamp"], a, min=_py(min), max=_py(max), **({} if _fn is None else {"fn": _fn}))
+
+
+# ====================================================================== reductions, logical ops, splits
+
+
+def _one_dim(dim: Any) -> int:
+    """A single ``dim`` argument (torch's overloads refuse a tuple where one dim is expected)."""
+    if not isinstance(dim, (builtins.int, np.integer)):
+        raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}")
+    return builtins.int(dim)
+
+
+def _nonempty(t: Tensor, name: str, dims: Sequence[int]) -> None:
+    for d in dims:
+        if t.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _extreme(t: Tensor, name: str, dim: Any, keepdim: bool) -> Any:
+    if isinstance(dim, Tensor):
+        from . import functional as F
+        return getattr(F, "maximum" if name == "max" else "minimum")(t, dim)
+    if dim is _ALL_DIMS:
+        if t.numel() == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                               "the reduction dim with the 'dim' argument.")
+        return _apply(REGISTRY["a" + name], t, dims=tuple(range(t.ndim)), keepdim=False, full=True)
+    dims = normalize_dims(_one_dim(dim), t.ndim)
+    _nonempty(t, name, dims)
+    from .return_types import RETURN_TYPES
+    indices = _apply(REGISTRY["arg" + name], t, dim=dims[0] if dims else None, keepdim=keepdim)
+    values = _apply(REGISTRY[name], t, indices, dims=dims, keepdim=keepdim)
+    return RETURN_TYPES[name](values, indices)
+
+
+def _amax(t: Tensor, name: str, dim: Any, keepdim: bool) -> Tensor:
+    if isinstance(dim, (tuple, list)) and not len(dim):
+        if t.numel() == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                               "the reduction dim with the 'dim' argument.")
+        dims = tuple(range(t.ndim))
+    else:
+        dims = normalize_dims(dim, t.ndim)
+    _nonempty(t, name, dims)
+    return _apply(REGISTRY[name], t, dims=dims, keepdim=keepdim, full=False)
+
+
+def _argext(t: Tensor, name: str, dim: Any, keepdim: bool) -> Tensor:
+    if dim is None:
+        if t.numel() == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        return _apply(REGISTRY[name], t, dim=None, keepdim=keepdim)
+    dims = normalize_dims(_one_dim(dim), t.ndim)
+    _nonempty(t, name, dims)
+    return _apply(REGISTRY[name], t, dim=dims[0] if dims else None, keepdim=keepdim)
+
+
+def _softmax(t: Tensor, name: str, dim: Any, dtype: Any) -> Tensor:
+    if dtype is not None:
+        t = _cast(t, dtypes.from_any(dtype))
+    dims = normalize_dims(_one_dim(dim), t.ndim)
+    if not t.is_floating_point():
+        kernel = "lastdim_kernel_impl" if not dims or dims[0] == t.ndim - 1 else "kernel_impl"
+        raise NotImplementedError(f"\"{name}_{kernel}\" not implemented for '{_torch_type_name(t.dtype)}'")
+    return _apply(REGISTRY[name], t, dims=dims)
+
+
+def _logical(name: str, a: Tensor, b: Any, position: int = 1) -> Tensor:
+    if not isinstance(b, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position {position}) must be Tensor, not {type(b).__name__}")
+    return _apply(REGISTRY[name], a, b)
+
+
+def _bitwise(kind: str, a: Any, b: Any) -> Tensor:
+    """``a & b`` (``|``, ``^``): logical on bools, bitwise on integers, torch's error on floats."""
+    if not isinstance(a, Tensor) and not _is_number(a):
+        a = tensor_like(a, b)
+    if not isinstance(b, Tensor) and not _is_number(b):
+        b = tensor_like(b, a)
+    dt = dtypes.result_type(a, b)
+    if dt.is_floating_point:
+        raise NotImplementedError(f"\"bitwise_{kind}_cpu\" not implemented for '{_torch_type_name(dt)}'")
+    return _apply(REGISTRY[("logical_" if dt is dtypes.bool else "bitwise_") + kind], _py(a), _py(b))
+
+
+def _pieces(t: Tensor, dim: int, sizes: Sequence[int], fn: str) -> tuple[Tensor, ...]:
+    """Views of consecutive slices of ``sizes`` along ``dim`` (torch's split family)."""
+    lead = (("s", None, None, None),) * dim
+    out, start = [], 0
+    for size in sizes:
+        out.append(_apply(REGISTRY["index"], t, index=lead + (("s", start, start + size, None),), fn=fn))
+        start += size
+    return _multi_views(out, fn)
+
+
+def _multi_views(views: list[Tensor], fn: str) -> tuple[Tensor, ...]:
+    for k, v in enumerate(views):
+        if v._node is not None and v._node.op is REGISTRY["index"]:
+            MULTI_VIEWS[v._node] = (fn.removesuffix("Backward0"), k)
+    return tuple(views)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate along an existing ``dim`` (dtypes promote as in torch)."""
+    ts = [t if isinstance(t, Tensor) else tensor_like(t, None) for t in tensors]
+    if not ts:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(ts):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    nd = ts[0].ndim
+    d = normalize_dims(_one_dim(dim), nd)[0]
+    for i, t in enumerate(ts[1:], 1):
+        if t.ndim != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {t.ndim}")
+        for k in range(nd):
+            if k != d and t.shape[k] != ts[0].shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ts[0].shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
+    return _apply(REGISTRY["cat"], *ts, dim=d, out_dtype=dtypes.result_type(*ts).name)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join equally shaped tensors along a new ``dim``."""
+    ts = [t if isinstance(t, Tensor) else tensor_like(t, None) for t in tensors]
+    if not ts:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    d = normalize_dims(_one_dim(dim), ts[0].ndim + 1)[0]
+    for i, t in enumerate(ts[1:], 1):
+        if t.shape != ts[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ts[0].shape)} at entry 0 "
+                               f"and {list(t.shape)} at entry {i}")
+    return _apply(REGISTRY["stack"], *ts, dim=d, out_dtype=dtypes.result_type(*ts).name)

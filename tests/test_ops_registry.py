@@ -73,6 +73,18 @@ def _few(rng: np.random.Generator, shape: tuple) -> np.ndarray:
     return rng.integers(-1, 2, shape).astype(np.float64)
 
 
+def _with_zeros(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Some exact zeros among values away from 0 (prod's gradient rules; prod is multilinear, so
+    central differences stay exact there)."""
+    x = _away0(rng, shape)
+    return np.where(rng.random(shape) < 0.3, 0.0, x)
+
+
+def _specials(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """NaN, +-inf, zeros and ordinary numbers (the predicates)."""
+    return rng.choice([np.nan, np.inf, -np.inf, 0.0, -1.5, 2.0], shape)
+
+
 # ---------------------------------------------------------------------------- the table
 
 @dataclass
@@ -162,6 +174,43 @@ def _reduction_cases(op: str) -> list[Case]:
     return out
 
 
+def _nograd(case: Case) -> Case:
+    case.grad = False
+    return case
+
+
+def _extreme_cases(op: str) -> list[Case]:
+    """amax/amin (and the full max()/min()), max/min(dim) values, argmax/argmin: several dims, keepdim, 0-d."""
+    base = op[1:]  # max / min
+    arg = "arg" + base
+    cases = [
+        Case(op, lambda lib, x: getattr(x, base)(), [((2, 3, 4),), ((),), ((5,),)], (_any,), "full"),
+        Case(op, lambda lib, x: getattr(lib, base)(x), [((3, 2),)], (_any,), "fn full"),
+        Case(op, lambda lib, x: getattr(x, op)(1), [((2, 3, 4),)], (_any,), "dim=1"),
+        Case(op, lambda lib, x: getattr(x, op)((0, -1), keepdim=True), [((2, 3, 4),)], (_any,), "dims=(0,-1),keepdim"),
+        Case(op, lambda lib, x: getattr(x, op)(), [((2, 3),), ((),)], (_any,), "dim=()"),
+        Case(op, lambda lib, x: getattr(lib, op)(x, dim=-1), [((3, 1, 2),)], (_any,), "fn,size1"),
+        Case(base, lambda lib, x: getattr(x, base)(1).values, [((2, 3, 4),)], (_any,), "dim=1"),
+        Case(base, lambda lib, x: getattr(x, base)(-1, keepdim=True)[0], [((2, 3, 4),), ((4,),)], (_any,),
+             "dim=-1,keepdim"),
+        Case(base, lambda lib, x: getattr(lib, base)(x, 0).values, [((3, 2),), ((),)], (_any,), "fn dim=0"),
+        Case(base, lambda lib, x: getattr(x, base)(dim=0, keepdim=True).values, [((),)], (_any,), "0d keepdim"),
+        Case(arg, lambda lib, x: getattr(x, arg)(), [((2, 3, 4),), ((),)], (_any,), "flat", grad=False),
+        Case(arg, lambda lib, x: getattr(x, arg)(keepdim=True), [((2, 3),)], (_any,), "flat,keepdim", grad=False),
+        Case(arg, lambda lib, x: getattr(x, arg)(1), [((2, 3, 4),)], (_any,), "dim=1", grad=False),
+        Case(arg, lambda lib, x: getattr(lib, arg)(x, -1, keepdim=True), [((2, 3),), ((),)], (_any,),
+             "fn dim=-1,keepdim", grad=False),
+    ]
+    return cases
+
+
+def _softmax_cases(op: str) -> list[Case]:
+    return [Case(op, (lambda dd: lambda lib, x: getattr(x, op)(dd))(d), [((2, 3, 4),)], (_any,), f"dim={d}")
+            for d in (0, 1, -1)] + [
+        Case(op, lambda lib, x: getattr(lib, op)(x, 0), [((),), ((5,),)], (_any,), "fn"),
+        Case(op, lambda lib, x: getattr(x, op)(-1, dtype=lib.float64), [((2, 3),)], (_any,), "dtype")]
+
+
 CASES: list[Case] = [
     # ------------------------------------------------------------------ binary arithmetic
     _bin("add", lambda lib, x, y: x + y, "tt"),
@@ -235,6 +284,24 @@ CASES: list[Case] = [
     # ------------------------------------------------------------------ reductions
     *_reduction_cases("sum"),
     *_reduction_cases("mean"),
+    *_extreme_cases("amax"),
+    *_extreme_cases("amin"),
+    Case("prod", lambda lib, x: x.prod(), [((2, 3),), ((),), ((6,),)], (_with_zeros,), "full"),
+    Case("prod", lambda lib, x: x.prod(), [((3, 2),)], (_away0,), "full,no zeros"),
+    Case("prod", lambda lib, x: lib.prod(x), [((4,),)], (_pos,), "fn"),
+    *[Case("prod", (lambda dd, kk: lambda lib, x: x.prod(dd, keepdim=kk))(d, k), [((2, 3, 4),)], (_with_zeros,),
+           f"dim={d},keepdim={k}") for d, k in ((0, False), (1, True), (-1, False))],
+    Case("prod", lambda lib, x: x.prod(0), [((),)], (_with_zeros,), "0d,dim=0"),
+    Case("prod", lambda lib, x: x.prod(1, dtype=lib.float64), [((2, 3),)], (_with_zeros,), "dtype"),
+    *[Case("logsumexp", (lambda dd, kk: lambda lib, x: x.logsumexp(dd, keepdim=kk))(d, k), [((2, 3, 4),)], (_any,),
+           f"dim={d},keepdim={k}") for d, k in ((0, False), (-1, True), ((0, 2), False), ((0, 1, 2), True))],
+    Case("logsumexp", lambda lib, x: lib.logsumexp(x, 0), [((),), ((5,),)], (_any,), "fn"),
+    *_softmax_cases("softmax"),
+    *_softmax_cases("log_softmax"),
+    *[Case("cumsum", (lambda dd: lambda lib, x: x.cumsum(dd))(d), [((2, 3, 4),)], (_any,), f"dim={d}")
+      for d in (0, 1, -1)],
+    Case("cumsum", lambda lib, x: lib.cumsum(x, 0), [((),), ((5,),)], (_any,), "fn"),
+    Case("cumsum", lambda lib, x: x.cumsum(-1, dtype=lib.float64), [((2, 3),)], (_any,), "dtype"),
     Case("sum_to", _sum_to((3, 1)), [((2, 3, 4),)], (_any,), "(2,3,4)->(3,1)", internal=True),
     Case("sum_to", _sum_to(()), [((2, 3),)], (_any,), "(2,3)->()", internal=True),
     Case("sum_to", _sum_to((1, 3)), [((4, 3),)], (_any,), "(4,3)->(1,3)", internal=True),
@@ -267,6 +334,27 @@ CASES: list[Case] = [
     Case("permute", lambda lib, x: lib.transpose(x, 0, 1), [((2, 3),)], (_any,), "transpose fn"),
     Case("permute", lambda lib, x: x.T, [((2, 3),)], (_any,), ".T"),
     Case("permute", lambda lib, x: x.t(), [((3, 2),)], (_any,), ".t()"),
+    # ------------------------------------------------------------------ joins, tilings and splits
+    Case("cat", lambda lib, x, y: lib.cat([x, y]), [((2, 3), (1, 3))], (_any, _any), "dim=0"),
+    Case("cat", lambda lib, x, y: lib.cat((x, y, x), -1), [((2, 3), (2, 1)), ((4,), (2,))], (_any, _any), "dim=-1"),
+    Case("cat", lambda lib, x, y: lib.cat([x, y], dim=1), [((2, 2, 3), (2, 1, 3))], (_any, _any), "dim=1"),
+    Case("cat", lambda lib, x: lib.cat([x]), [((3,),)], (_any,), "one"),
+    Case("cat", lambda lib, x, y: lib.cat([x, y.to(_other_float(lib, y))]), [((2,), (3,))], (_any, _any),
+         "promote", fd_h=1.0),
+    Case("stack", lambda lib, x, y: lib.stack([x, y]), [((2, 3), (2, 3)), ((), ())], (_any, _any), "dim=0"),
+    Case("stack", lambda lib, x, y: lib.stack((x, y, x), -1), [((2, 3), (2, 3))], (_any, _any), "dim=-1"),
+    Case("stack", lambda lib, x: lib.stack([x, x * 2], dim=1), [((3,),)], (_any,), "dim=1"),
+    Case("repeat", lambda lib, x: x.repeat(2, 3), [((2, 3),), ((1, 2),)], (_any,), "(2,3)"),
+    Case("repeat", lambda lib, x: x.repeat(2, 1, 2), [((3,),), ((2, 2),), ((),)], (_any,), "new dims"),
+    Case("repeat", lambda lib, x: x.repeat(()), [((),)], (_any,), "0d ()"),
+    Case("repeat", lambda lib, x: x.repeat(1, 0), [((2, 3),)], (_any,), "zero"),
+    Case("index", lambda lib, x: x.split(2)[1], [((5, 2),)], (_any,), "split(2)"),
+    Case("index", lambda lib, x: x.split(2)[-1], [((5, 2),)], (_any,), "split(2) last"),
+    Case("index", lambda lib, x: lib.split(x, [1, 2], dim=-1)[1], [((2, 3),)], (_any,), "split sizes"),
+    Case("index", lambda lib, x: x.chunk(3, 1)[0], [((2, 5),)], (_any,), "chunk"),
+    Case("index", lambda lib, x: lib.chunk(x, 2)[1], [((3,),)], (_any,), "chunk fn"),
+    Case("index", lambda lib, x: x.unbind(1)[2], [((2, 3, 2),)], (_any,), "unbind"),
+    Case("index", lambda lib, x: lib.unbind(x)[0], [((2,),)], (_any,), "unbind fn"),
     # ------------------------------------------------------------------ indexing
     Case("matmul", lambda lib, a, b: a @ b, [((3,), (3,))], (_any, _any), "dot"),
     Case("matmul", lambda lib, a, b: lib.matmul(a, b), [((2, 3), (3,))], (_any, _any), "mv"),
@@ -301,6 +389,28 @@ CASES: list[Case] = [
         ("eq", lambda lib, x, y: x == y, "=="), ("ne", lambda lib, x, y: x != y, "!=")]],
     Case("gt", lambda lib, x: x > 0.5, SCALAR_SHAPES, (_few,), "t>float", grad=False),
     Case("eq", lambda lib, x: x.eq(0), SCALAR_SHAPES, (_few,), "t.eq(int)", grad=False),
+    # ------------------------------------------------------------------ logical ops and predicates: bool, no gradient
+    _nograd(_bin("logical_and", lambda lib, x, y: (x > 0) & (y < 0), "&", da=_few, db=_few)),
+    _nograd(_bin("logical_and", lambda lib, x, y: lib.logical_and(x, y), "fn floats", da=_few, db=_few)),
+    _nograd(_bin("logical_or", lambda lib, x, y: (x > 0) | (y < 0), "|", da=_few, db=_few)),
+    _nograd(_bin("logical_or", lambda lib, x, y: x.logical_or(y), "method floats", da=_few, db=_few)),
+    _nograd(Case("logical_or", lambda lib, x: (x > 0) | True, SCALAR_SHAPES, (_few,), "| True")),
+    _nograd(_bin("logical_xor", lambda lib, x, y: (x > 0) ^ (y < 0), "^", da=_few, db=_few)),
+    _nograd(_bin("logical_xor", lambda lib, x, y: lib.logical_xor(x, y), "fn floats", da=_few, db=_few)),
+    _nograd(_un("logical_not", lambda lib, x: ~(x > 0), "~", dom=_few)),
+    _nograd(_un("logical_not", lambda lib, x: lib.logical_not(x), "fn float", dom=_few)),
+    _nograd(_un("isnan", lambda lib, x: x.isnan(), dom=_specials)),
+    _nograd(_un("isnan", lambda lib, x: lib.isnan(x.long()), "int", dom=_few, shapes=UN_SHAPES[:1])),
+    _nograd(_un("isinf", lambda lib, x: lib.isinf(x), dom=_specials)),
+    _nograd(_un("isfinite", lambda lib, x: x.isfinite(), dom=_specials)),
+    _nograd(_un("isfinite", lambda lib, x: lib.isfinite(x), "fn", dom=_specials, shapes=UN_SHAPES[:1])),
+    _nograd(_bin("bitwise_and", lambda lib, x, y: (x * 3).long() & (y * 3).long(), "&", da=_any, db=_any)),
+    _nograd(Case("bitwise_and", lambda lib, x: (x > 0) & 1, SCALAR_SHAPES, (_few,), "bool & int")),
+    _nograd(_bin("bitwise_or", lambda lib, x, y: (x * 3).long() | (y * 3).long(), "|", shapes=BIN_SHAPES[:3])),
+    _nograd(Case("bitwise_or", lambda lib, x: 6 | (x * 3).int(), SCALAR_SHAPES, (_any,), "int | int32")),
+    _nograd(_bin("bitwise_xor", lambda lib, x, y: (x * 3).long() ^ (y * 3).long(), "^", shapes=BIN_SHAPES[:3])),
+    _nograd(_un("bitwise_not", lambda lib, x: ~(x * 3).long(), "~")),
+    _nograd(_un("bitwise_not", lambda lib, x: lib.bitwise_not((x * 3).int()), "fn int32", shapes=UN_SHAPES[:1])),
     # ------------------------------------------------------------------ fused expressions (gradients are made of these)
     Case("fused", _fused_sg(A[0] * sp.sin(A[1]) + A[0] ** 2), BIN_SHAPES[:4], (_any, _any), "a*sin(b)+a^2",
          internal=True, extra={"torch": lambda a, b: a * torch.sin(b) + a ** 2}),

@@ -9,7 +9,10 @@ value made so far, so subexpressions are shared and leaves are used several time
 Ops: unary functions, Python-scalar arithmetic on either side, binary ops with broadcasting (incl.
 ``**``, ``maximum``, ``where``), sum/mean over dims with keepdim, view/reshape/flatten/squeeze/
 unsqueeze/transpose/permute/.T/expand, basic and integer-list indexing, dtype casts, in-place ops on
-clones, values computed under ``no_grad`` and ``detach()``ed.
+clones, values computed under ``no_grad`` and ``detach()``ed; max/min/amax/amin (full, dims,
+keepdim; ties where values repeat), argmax/argmin (compared as they are made), prod, logsumexp,
+softmax, log_softmax, cumsum; cat/stack/split/chunk/unbind/repeat; ``where`` on conditions built
+with logical ops, isnan and isfinite.
 
 At the end every value of the pool (value, requires_grad, grad_fn class), the gradient of every
 leaf (``backward()`` of a reduction, ``backward(v)`` of a non-scalar output, twice with
@@ -70,18 +73,30 @@ class Pair:
 
 
 def _jitter(x: torch.Tensor, direction: float) -> torch.Tensor:
-    """Move each element of ``x`` two ulps towards ``direction`` (+-inf), in place and outside the graph."""
-    if x.is_floating_point() and all(st != 0 or n == 1 for st, n in zip(x.stride(), x.shape)):  # not expanded
+    """Move each element of ``x`` two ulps towards ``direction`` (+-inf), in place and outside the graph.
+
+    Views are left alone: their values are their base's, jittered when it was made (writing
+    through a view would also change a value an earlier op saved, e.g. the result amax compares
+    with its input).
+    """
+    if x.is_floating_point() and x._base is None and all(st != 0 or n == 1 for st, n in zip(x.stride(), x.shape)):
         target = torch.full(tuple(x.shape), direction, dtype=x.dtype)
         d = x.data
         d.copy_(torch.nextafter(torch.nextafter(d, target), target))
     return x
 
 
-def both(fn: Callable, *pairs: Pair) -> Pair:
-    """``fn(lib, *tensors)`` in each library and in the jittered lanes."""
-    return Pair(fn(sg, *(p.s for p in pairs)), fn(torch, *(p.t for p in pairs)),
-                _jitter(fn(torch, *(p.u for p in pairs)), np.inf), _jitter(fn(torch, *(p.d for p in pairs)), -np.inf))
+def both(fn: Callable, *pairs: Pair, jitter: bool = True) -> Pair:
+    """``fn(lib, *tensors)`` in each library and in the jittered lanes.
+
+    ``jitter=False`` leaves the result itself unjittered in the lanes, for ops whose backward
+    compares their saved result with their input (amax: ``result == self``), which a jittered
+    result would no longer equal.
+    """
+    u, d = fn(torch, *(p.u for p in pairs)), fn(torch, *(p.d for p in pairs))
+    if jitter and not any(u is p.u for p in pairs):  # (``flatten()`` of a 1-d tensor returns it)
+        u, d = _jitter(u, np.inf), _jitter(d, -np.inf)
+    return Pair(fn(sg, *(p.s for p in pairs)), fn(torch, *(p.t for p in pairs)), u, d)
 
 
 def _broadcastable(a: tuple, b: tuple) -> bool:
@@ -302,10 +317,127 @@ def _inplace(a: Pair, b: Pair, k: int) -> Pair:
     return both(run, z, b)
 
 
+def _near_tie(a: np.ndarray, dims: tuple | None) -> bool:
+    """Whether some element is within rounding of its slice's max or min without being equal to it:
+    the two libraries' roundings could then disagree on which elements tie (exact ties are fine)."""
+    if a.size == 0:
+        return False
+    for ext in (np.max, np.min):
+        m = ext(a, axis=dims, keepdims=True)
+        gap = np.abs(a - m)
+        if np.any((gap > 0) & (gap <= 1e-4 * (1.0 + np.abs(m)))):
+            return True
+    return False
+
+
+def _dims_of(p: Pair, k: int) -> tuple[int, int, tuple]:
+    """A dim (sometimes negative), its non-negative form and a tuple of dims, chosen by ``k``."""
+    nd = p.ndim
+    d = k % max(nd, 1)
+    pos = d
+    if (k // 7) % 2:
+        d -= max(nd, 1)
+    dims = tuple(i for i in range(nd) if (k >> (3 + i)) % 2) or (pos,)
+    return d, pos, dims
+
+
+def _select(p: Pair, k: int) -> Pair:
+    """max/min/amax/amin (full, over dims, keepdim) and argmax/argmin (checked here: int64), prod,
+    logsumexp, softmax, log_softmax, cumsum."""
+    choice = k % 10
+    d, pos, dims = _dims_of(p, k // 10)
+    keep = bool((k // 200) % 2)
+    name = "max" if (k // 400) % 2 else "min"
+    nd = p.ndim
+    if choice <= 3 and _near_tie(p.np, None if choice == 0 or nd == 0 else (pos,) if choice != 2 else dims):
+        choice = 5
+    if choice == 0:
+        return both(lambda lib, x: getattr(x, name)(), p, jitter=False)
+    if choice == 1:
+        def values(lib: Any, x: Any) -> Any:
+            r = getattr(lib, name)(x, d, keepdim=keep)
+            return r.values if (k // 800) % 2 else r[0]
+        out = both(values, p)
+        si, ti = getattr(p.s, name)(d, keep).indices, getattr(p.t, name)(d, keep).indices
+        np.testing.assert_array_equal(numpy_of(si), numpy_of(ti), err_msg=f"indices of {name}({d})")
+        assert numpy_of(si).dtype == np.int64
+        return out
+    if choice == 2:
+        return both(lambda lib, x: getattr(x, "a" + name)(dims if nd else (), keepdim=keep), p, jitter=False)
+    if choice == 3:
+        arg = "arg" + name
+        si, ti = (getattr(p.s, arg)(), getattr(p.t, arg)()) if (k // 800) % 2 else \
+            (getattr(p.s, arg)(d, keep), getattr(p.t, arg)(d, keep))
+        np.testing.assert_array_equal(numpy_of(si), numpy_of(ti), err_msg=arg)
+        assert numpy_of(si).dtype == numpy_of(ti).dtype == np.int64
+        return both(lambda lib, x: getattr(lib, "a" + name)(x, d if nd else (), keepdim=keep), p, jitter=False)
+    if choice == 4:
+        q = bounded(p, 1.5)
+        if (k // 800) % 2 or nd == 0:
+            return both(lambda lib, x: x.prod(), q)
+        return both(lambda lib, x: lib.prod(x, d, keepdim=keep), q)
+    if choice == 5:
+        return both(lambda lib, x: lib.logsumexp(x, dims if nd and (k // 800) % 2 else d, keepdim=keep), p)
+    if choice == 6:
+        return both(lambda lib, x: lib.softmax(x, d), p)
+    if choice == 7:
+        return both(lambda lib, x: x.log_softmax(d), p)
+    return both(lambda lib, x: x.cumsum(d) if choice == 8 else lib.cumsum(x, d), p)
+
+
+def _join(a: Pair, b: Pair | None, k: int) -> Pair:
+    """cat, stack (of ``a`` with ``b`` or itself), split, chunk, unbind (one piece), repeat."""
+    nd = a.ndim
+    choice = k % 7
+    d, pos, _ = _dims_of(a, k // 7)
+    other = b if b is not None and b.shape == a.shape else a
+    if nd == 0 and choice in (0, 2, 3, 4, 5):
+        choice = 1 if choice < 3 else 6
+    if choice == 0:
+        if (k // 100) % 2 and a.shape[pos] > 1:
+            return both(lambda lib, x: lib.cat([x, x[(slice(None),) * pos + (slice(1, None),)]], d), a)
+        return both(lambda lib, x, y: lib.cat((x, y), dim=d), a, other)
+    if choice == 1:
+        sd = k // 7 % (nd + 1) - (nd + 1 if (k // 50) % 2 else 0)
+        return both(lambda lib, x, y: lib.stack([x, y, x], sd), a, other)
+    n = a.shape[pos] if nd else 0
+    j = k // 300
+    if choice == 2:
+        size = 1 + (k // 100) % max(n, 1)
+        pieces = -(-n // size) if n else 1
+        return both(lambda lib, x: x.split(size, d)[j % pieces], a)
+    if choice == 3 and n >= 2:  # (no empty pieces: programs keep to non-empty tensors)
+        cut = 1 + (k // 100) % (n - 1)
+        return both(lambda lib, x: lib.split(x, [cut, n - cut], d)[j % 2], a)
+    if choice == 4:
+        chunks = 1 + (k // 100) % 3
+        count = len(a.t.chunk(chunks, pos))
+        return both(lambda lib, x: x.chunk(chunks, d)[j % count], a)
+    if choice == 5 and n:
+        return both(lambda lib, x: x.unbind(d)[j % n], a)
+    reps = tuple(1 + (k // (100 * 3 ** i)) % 2 for i in range(nd + (k // 100) % 2))
+    return both(lambda lib, x: x.repeat(reps) if (k // 50) % 2 or not reps else x.repeat(*reps), a)
+
+
+def _logical(a: Pair, b: Pair | None, k: int) -> Pair:
+    """``where`` on conditions made with &, |, ^, ~, logical_* and isnan / isfinite."""
+    b = b if b is not None else a
+    choice = k % 5
+    if choice == 0:
+        return both(lambda lib, x, y: lib.where((x > 0) & (y < 0.5), x, y), a, b)
+    if choice == 1:
+        return both(lambda lib, x, y: lib.where(~(x > 0.3) | (y > x), x * 2, y), a, b)
+    if choice == 2:
+        return both(lambda lib, x, y: lib.where(lib.isfinite(x.log()) ^ (y > 0), x, y), a, b)
+    if choice == 3:
+        return both(lambda lib, x, y: lib.where(lib.logical_and(x > 0, lib.logical_not(y > 0)), x, 0.5), a, b)
+    return both(lambda lib, x: lib.where(lib.isnan(x.sqrt()) | x.isinf(), 0.0, x), a)
+
+
 # ---------------------------------------------------------------------------- programs
 
 STEP_KINDS = (["unary"] * 6 + ["binary"] * 5 + ["reduce"] * 2 + ["reshape"] * 3 + ["index"] * 2
-              + ["cast", "inplace", "no_grad", "detach"])
+              + ["cast", "inplace", "no_grad", "detach"] + ["select"] * 2 + ["join"] * 2 + ["logical"])
 UNARY_NAMES = sorted(UNARY)
 
 
@@ -375,13 +507,19 @@ class Runner:
             return _index(a, k)
         if kind == "cast":
             return _cast(a, k)
+        if kind == "select":
+            return _select(a, k)
+        if kind == "join":
+            return _join(a, self.partner(a, j), k)
+        if kind == "logical":
+            return _logical(a, self.partner(a, j), k)
         if kind == "inplace":
             return _inplace(a, self.pick(j), k)
         if kind == "no_grad":
             with sg.no_grad(), torch.no_grad():
                 return UNARY[UNARY_NAMES[k % len(UNARY_NAMES)]](a, k // len(UNARY_NAMES))
-        if kind == "detach":
-            return both(lambda lib, x: x.detach(), a)
+        if kind == "detach":  # the same storage: jittering it would change the value ``a`` saved
+            return both(lambda lib, x: x.detach(), a, jitter=False)
         raise AssertionError(kind)
 
     def run(self) -> None:
@@ -415,8 +553,10 @@ class Runner:
         tol = atol + rtol * np.abs(e64)
         for j in jittered:
             if j is not None:
-                tol = np.maximum(tol, atol + rtol * np.abs(e64)
-                                 + CONDITIONING * np.abs(numpy_of(j).astype(np.float64) - e64))
+                # fmax: a lane that turned NaN (jittered exact zeros become denormals, 0/denormal...)
+                # says nothing about the conditioning
+                tol = np.fmax(tol, atol + rtol * np.abs(e64)
+                              + CONDITIONING * np.abs(numpy_of(j).astype(np.float64) - e64))
         bad = ~((np.abs(a64 - e64) <= tol) | (np.isnan(a64) & np.isnan(e64)))
         assert not bad.any(), f"{what}: symgrad {a[bad]} vs torch {e[bad]} (allowed {tol[bad]})"
 

@@ -40,6 +40,8 @@ class OpDef:
                strides of the inputs, first input first), "contiguous" always C order (``2 ** x``)
     check      ``check(*input_dtypes, **attrs)`` raises torch's error for inputs the op refuses
                (bool subtraction, ...); Python numbers arrive as their dtype
+    display    optional: ``display(node, input_exprs) -> sympy.Expr``, how formulas print the op
+               (see ``call_expr``); default: ``name(inputs)``
     """
 
     name: str
@@ -57,6 +59,7 @@ class OpDef:
     promote_attrs: tuple[str, ...] = ()
     layout: str | Callable[[dict], str] = "inputs"
     check: Callable[..., None] | None = None
+    display: Callable[..., sp.Expr] | None = None
     doc: str = ""
     _cache: dict = field(default_factory=dict, repr=False)
 
@@ -98,6 +101,18 @@ class OpDef:
 
 
 REGISTRY: dict[str, OpDef] = {}
+
+
+def call_expr(name: str, *args: sp.Expr, **kw: Any) -> sp.Expr:
+    """``name(args, key=value, ...)`` as an opaque SymPy function application, for formulas
+    (keyword arguments print as given; None ones are left out)."""
+    extra = [sp.Symbol(f"{k}={v}") for k, v in kw.items() if v is not None]
+    return sp.Function(name, real=True)(*args, *extra)
+
+
+def dims_text(dims: tuple[int, ...]) -> Any:
+    """How formulas print a reduction's dims: ``1`` for one, ``(0, 2)`` for several."""
+    return dims[0] if len(dims) == 1 else tuple(dims)
 
 
 def register(op: OpDef) -> OpDef:
@@ -165,8 +180,10 @@ def apply(op: OpDef | str, *inputs: Node, dtype: dtypes.DType | None = None, **a
 
 
 def promotion_operands(op: OpDef, inputs: Sequence[Any], attrs: dict) -> list[Any]:
-    """What torch's type promotion sees: the inputs and the op's scalar attrs (``promote_attrs``)."""
-    return [*inputs, *(attrs[k] for k in op.promote_attrs if attrs.get(k) is not None)]
+    """What torch's type promotion sees: the inputs (a ``scalar`` node as the Python number it holds)
+    and the op's scalar attrs (``promote_attrs``)."""
+    ins = [x.attr("value") if isinstance(x, Node) and x.op.name == "scalar" else x for x in inputs]
+    return [*ins, *(attrs[k] for k in op.promote_attrs if attrs.get(k) is not None)]
 
 
 def elementwise_infer(op: OpDef, *inputs: Node, **attrs: Any) -> tuple[Shape, dtypes.DType]:

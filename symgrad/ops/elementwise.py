@@ -7,6 +7,8 @@ import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import log1p as _log1p
 
+from codegen.printer import BitwiseAnd, BitwiseNot, BitwiseOr, BitwiseXor, IsFinite, IsInf, IsNan
+
 from .base import OUT, A, OpDef, elementwise_infer, register
 
 
@@ -248,3 +250,45 @@ lt = _cmp("lt", np.less, lambda a, b: a < b)
 le = _cmp("le", np.less_equal, lambda a, b: a <= b)
 eq = _cmp("eq", np.equal, sp.Eq)
 ne = _cmp("ne", np.not_equal, sp.Ne)
+
+
+# ---------------------------------------------------------------------------- logical ops and predicates: bool, no grad
+
+def _logic(name: str, fn: Any, form: Any, doc: str) -> OpDef:
+    return register(OpDef(name, "elementwise", None, fn, _compare_infer, form=form,
+                          partials=lambda *a: [0] * len(a), keeps_int=True, diff_args=(), doc=doc))
+
+
+def _true(a: sp.Expr) -> Any:
+    return sp.Ne(a, 0)
+
+
+def _bool_form(cond: Any) -> sp.Expr:
+    return sp.Piecewise((1, cond), (0, True))
+
+
+# indicator arithmetic rather than And/Or conditions: SymPy's own numpy printer cannot broadcast those
+logical_and = _logic("logical_and", np.logical_and, lambda a, b: _bool_form(_true(a)) * _bool_form(_true(b)),
+                     "logical and of the truth values (non-zero is true; `&` on bools)")
+logical_or = _logic("logical_or", np.logical_or,
+                    lambda a, b: 1 - _bool_form(sp.Eq(a, 0)) * _bool_form(sp.Eq(b, 0)),
+                    "logical or of the truth values (`|` on bools)")
+logical_xor = _logic("logical_xor", np.logical_xor,
+                     lambda a, b: (_bool_form(_true(a)) - _bool_form(_true(b))) ** 2,
+                     "logical exclusive or of the truth values (`^` on bools)")
+logical_not = _logic("logical_not", np.logical_not, lambda a: _bool_form(sp.Eq(a, 0)),
+                     "logical not (`~` on bools)")
+isnan = _logic("isnan", np.isnan, lambda a: _bool_form(IsNan(a)), "x is NaN")
+isinf = _logic("isinf", np.isinf, lambda a: _bool_form(IsInf(a)), "x is +-inf")
+isfinite = _logic("isfinite", np.isfinite, lambda a: _bool_form(IsFinite(a)), "x is neither NaN nor +-inf")
+
+
+def _bitwise(name: str, fn: Any, form: Any) -> OpDef:
+    return _ew(name, None, fn, form, partials=lambda *a: [0] * len(a), keeps_int=True, diff_args=(),
+               doc=f"{name} of integer tensors (`&`, `|`, `^`, `~`; bools use the logical ops), no gradient")
+
+
+bitwise_and = _bitwise("bitwise_and", np.bitwise_and, BitwiseAnd)
+bitwise_or = _bitwise("bitwise_or", np.bitwise_or, BitwiseOr)
+bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor, BitwiseXor)
+bitwise_not = _bitwise("bitwise_not", np.invert, BitwiseNot)

@@ -1,16 +1,19 @@
-"""Reductions: sum and mean over all or some dims (``keepdim``), and ``sum_to``, broadcasting's adjoint."""
+"""Reductions: sum, mean, prod, max/min/amax/amin (and argmax/argmin) over all or some dims (``keepdim``),
+``sum_to`` (broadcasting's adjoint) and the cumsum scan."""
 from __future__ import annotations
 
 import math
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from codegen import ir
+from codegen.printer import IsNan
 
 from .. import dtypes
 from ..graph import Node
-from .base import OpDef, Shape, apply, register
+from .base import A, OpDef, Shape, apply, call_expr, dims_text, register
 
 
 def _reduced_shape(shape: Shape, dims: tuple[int, ...], keepdim: bool) -> Shape:
@@ -48,8 +51,8 @@ def _mean_vjp(node: Node, g: Node) -> tuple:
 
 
 def apply_scale_expr(n: int) -> Any:
-    from .base import A
-    return A[0] / n
+    # the mean of nothing is NaN (its gradient is empty, but SymPy must not see 1/0)
+    return A[0] / n if n else A[0] * sp.nan
 
 
 def _reduce_lower(kind: str):
@@ -129,3 +132,211 @@ def expand(g: Node, shape: Shape) -> Node:
 
 def sum_to_node(g: Node, shape: Shape) -> Node:
     return g if g.shape == tuple(shape) else apply(sum_to, g, shape=tuple(shape))
+
+
+# --------------------------------------------------------------------------- max / min / amax / amin / argmax / argmin
+
+def _keep(x: Node, node: Node) -> Node:
+    """``x`` (shaped as ``node``, a reduction of ``node.inputs[0]``) with its reduced dims kept as size 1."""
+    shape = _reduced_shape(node.inputs[0].shape, node.attr("dims"), True)
+    return x if x.shape == shape else apply("reshape", x, shape=shape)
+
+
+def _is_extreme(x: sp.Expr, m: sp.Expr, nan_aware: bool) -> Any:
+    """``x`` is the reduction's extreme ``m`` (with ``nan_aware``: or both are NaN, as torch's NaN maximum)."""
+    return (sp.Eq(x, m) | (IsNan(x) & IsNan(m))) if nan_aware else sp.Eq(x, m)
+
+
+def _extreme_infer(op: OpDef, a: Node, dims: tuple[int, ...], keepdim: bool, full: bool = False) -> Any:
+    return _reduced_shape(a.shape, dims, keepdim), a.dtype
+
+
+def _extreme_eval(fn: Any) -> Any:
+    def ev(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = False) -> np.ndarray:
+        return np.asarray(fn(a, axis=dims, keepdims=keepdim))
+    return ev
+
+
+def _spread_vjp(node: Node, g: Node) -> tuple:
+    """amax / amin / full max() / min(): the gradient shared evenly by the elements equal to the result.
+
+    torch: ``g / count * (x == result)``; a full ``max()`` also counts NaNs as equal to a NaN result
+    (torch's ``evenly_distribute_backward``), ``amax`` does not (a NaN result gives NaN gradients).
+    """
+    a = node.inputs[0]
+    m = _keep(node, node)
+    hit = _is_extreme(A[0], A[1], node.attr("full"))
+    mask = apply("fused", a, m, expr=sp.Piecewise((1, hit), (0, True)), dtype=node.dtype)
+    count = apply("sum", mask, dims=node.attr("dims"), keepdim=True, full=False)
+    return (apply("fused", _keep(g, node), mask, count, expr=A[0] * A[1] / A[2], dtype=node.dtype),)
+
+
+def _first_vjp(node: Node, g: Node) -> tuple:
+    """max(dim) / min(dim): the gradient goes to the returned index (input 1, the argmax), as
+    torch's scatter of ``g`` at ``indices``; like torch it reads only the indices."""
+    a, idx = node.inputs
+    dims = node.attr("dims")
+    ones = apply("expand", apply("scalar", value=1), shape=a.shape)
+    position = apply("cumsum", ones, dim=dims[0] if dims else 0, reverse=False)  # 1, 2, ... along the dim
+    at_index = sp.Piecewise((A[0], sp.Eq(A[1], A[2] + 1)), (0, True))
+    return (apply("fused", _keep(g, node), position, _keep(idx, node), expr=at_index, dtype=node.dtype), None)
+
+
+def _first_infer(op: OpDef, a: Node, idx: Node, dims: tuple[int, ...], keepdim: bool) -> Any:
+    return _reduced_shape(a.shape, dims, keepdim), a.dtype
+
+
+def _first_eval(fn: Any) -> Any:
+    def ev(a: np.ndarray, idx: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
+        return np.asarray(fn(a, axis=dims, keepdims=keepdim))
+    return ev
+
+
+def _reduction_lower(kind: str) -> Any:
+    def lower(node: Node, target: str, args: list[str]) -> list:
+        return [ir.Reduce(target, kind, args[0], node.attr("dims"), node.attr("keepdim"), node.shape,
+                          node.dtype.np.name)]
+    return lower
+
+
+def _reduction_display(label: Any) -> Any:
+    def display(node: Node, ins: list) -> sp.Expr:
+        name = label(node) if callable(label) else label
+        dims, a = node.attr("dims"), node.inputs[0]
+        whole = node.attr("full") or (len(dims) == a.ndim and not node.attr("keepdim") and name not in ("max", "min"))
+        return call_expr(name, ins[0], dim=None if whole or not dims else dims_text(dims),
+                         keepdim=True if node.attr("keepdim") else None)
+    return display
+
+
+amax = register(OpDef("amax", "reduce", lambda at: "MaxBackward1" if at.get("full") else "AmaxBackward0",
+                      _extreme_eval(np.max), _extreme_infer, vjp=_spread_vjp, lower=_reduction_lower("max"),
+                      display=_reduction_display(lambda n: "max" if n.attr("full") else "amax"),
+                      doc="amax(dim, keepdim) and the full max(); ties share the gradient evenly"))
+amin = register(OpDef("amin", "reduce", lambda at: "MinBackward1" if at.get("full") else "AminBackward0",
+                      _extreme_eval(np.min), _extreme_infer, vjp=_spread_vjp, lower=_reduction_lower("min"),
+                      display=_reduction_display(lambda n: "min" if n.attr("full") else "amin"),
+                      doc="amin(dim, keepdim) and the full min(); ties share the gradient evenly"))
+max_ = register(OpDef("max", "reduce", "MaxBackward0", _first_eval(np.max), _first_infer, vjp=_first_vjp,
+                      lower=_reduction_lower("max"), display=_reduction_display("max"), diff_args=(0,),
+                      doc="the values of max(dim, keepdim) of input 0; input 1 is the indices returned with them "
+                          "(argmax: the first maximum), where the gradient goes"))
+min_ = register(OpDef("min", "reduce", "MinBackward0", _first_eval(np.min), _first_infer, vjp=_first_vjp,
+                      lower=_reduction_lower("min"), display=_reduction_display("min"), diff_args=(0,),
+                      doc="the values of min(dim, keepdim) of input 0; input 1 is the indices returned with them "
+                          "(argmin: the first minimum), where the gradient goes"))
+
+
+def _arg_shape(shape: Shape, dim: int | None, keepdim: bool) -> Shape:
+    if not shape:
+        return ()
+    if dim is None:
+        return (1,) * len(shape) if keepdim else ()
+    return _reduced_shape(shape, (dim,), keepdim)
+
+
+def _arg_infer(op: OpDef, a: Node, dim: int | None, keepdim: bool) -> Any:
+    return _arg_shape(a.shape, dim, keepdim), dtypes.int64
+
+
+def _arg_eval(fn: Any) -> Any:
+    def ev(a: np.ndarray, dim: int | None, keepdim: bool) -> np.ndarray:
+        if a.ndim == 0:
+            return np.zeros((), np.int64)
+        return np.asarray(fn(a, axis=dim, keepdims=keepdim), dtype=np.int64)
+    return ev
+
+
+def _arg_lower(kind: str) -> Any:
+    def lower(node: Node, target: str, args: list[str]) -> list:
+        if node.inputs[0].ndim == 0:
+            return [ir.Elementwise(target, sp.Integer(0), (), "int64")]
+        return [ir.ArgReduce(target, kind, args[0], node.attr("dim"), node.attr("keepdim"), node.shape, "int64")]
+    return lower
+
+
+def _arg_display(name: str) -> Any:
+    def display(node: Node, ins: list) -> sp.Expr:
+        return call_expr(name, ins[0], dim=node.attr("dim"), keepdim=True if node.attr("keepdim") else None)
+    return display
+
+
+argmax = register(OpDef("argmax", "reduce", None, _arg_eval(np.argmax), _arg_infer, vjp=lambda node, g: (None,),
+                        lower=_arg_lower("argmax"), diff_args=(), display=_arg_display("argmax"),
+                        doc="index of the first maximum (NaN counts as the maximum), int64, no gradient"))
+argmin = register(OpDef("argmin", "reduce", None, _arg_eval(np.argmin), _arg_infer, vjp=lambda node, g: (None,),
+                        lower=_arg_lower("argmin"), diff_args=(), display=_arg_display("argmin"),
+                        doc="index of the first minimum (NaN counts as the minimum), int64, no gradient"))
+
+
+# --------------------------------------------------------------------------- prod
+
+def _prod_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = True) -> np.ndarray:
+    dt = None if a.dtype.kind == "f" else np.int64
+    return np.asarray(np.prod(a, axis=dims, keepdims=keepdim, dtype=dt))
+
+
+def _prod_vjp(node: Node, g: Node) -> tuple:
+    """d prod / d x_i = the product of the others, exactly, with no division by zero.
+
+    As torch, ``result / x_i`` where that is exact: wherever ``x_i != 0`` (with zeros in the slice
+    the result is 0, and so is that product). At a zero, with ``p`` the product of the non-zero
+    elements and ``s`` the sum of the zero elements (0, but its derivative is 1 at each zero): ``p``
+    if it is the only zero, ``p * (s - x_i)`` (0) if there are two, else 0. These factors keep the
+    rule's own derivatives exact (prod's second derivatives, as torch's double backward).
+    """
+    a = node.inputs[0]
+    dims = node.attr("dims")
+    if all(a.shape[d] == 1 for d in dims):  # one element per slice (a 0-d input too): prod is the identity
+        return (apply("reshape", g, shape=a.shape) if g.shape != a.shape else g,)
+    zero = sp.Eq(A[0], 0)
+
+    def over_slices(op: str, expr: sp.Expr) -> Node:
+        return apply(op, apply("fused", a, expr=expr, dtype=node.dtype), dims=dims, keepdim=True, full=False)
+
+    zeros = over_slices("sum", sp.Piecewise((1, zero), (0, True)))
+    nonzero = over_slices("prod", sp.Piecewise((1, zero), (A[0], True)))
+    zero_sum = over_slices("sum", sp.Piecewise((A[0], zero), (0, True)))
+    g_, r, x, z, p, s = A[:6]
+    rule = sp.Piecewise((g_ * r / sp.Piecewise((1, sp.Eq(x, 0)), (x, True)), sp.Ne(x, 0)),
+                        (g_ * p, sp.Eq(z, 1)),
+                        (g_ * p * (s - x), sp.Eq(z, 2)),
+                        (0, True))
+    return (apply("fused", _keep(g, node), _keep(node, node), a, zeros, nonzero, zero_sum, expr=rule,
+                  dtype=node.dtype),)
+
+
+prod = register(OpDef("prod", "reduce", lambda at: "ProdBackward0" if at["full"] else "ProdBackward1", _prod_eval,
+                      _sum_infer, vjp=_prod_vjp, lower=_reduction_lower("prod"), display=_reduction_display("prod"),
+                      doc="product over all dims (full) or one dim; torch's gradient rules at zeros"))
+
+
+# --------------------------------------------------------------------------- cumsum
+
+def _cumsum_eval(a: np.ndarray, dim: int, reverse: bool = False) -> np.ndarray:
+    dt = a.dtype if a.dtype.kind == "f" else np.int64
+    if a.ndim == 0:
+        return a.astype(dt, copy=True)
+    if reverse:
+        return np.flip(np.cumsum(np.flip(a, dim), axis=dim, dtype=dt), dim).copy()
+    return np.cumsum(a, axis=dim, dtype=dt)
+
+
+def _cumsum_infer(op: OpDef, a: Node, dim: int, reverse: bool = False) -> Any:
+    return a.shape, a.dtype if a.dtype.is_floating_point else dtypes.int64
+
+
+def _cumsum_lower(node: Node, target: str, args: list[str]) -> list:
+    dt = node.dtype.np.name
+    if node.ndim == 0:
+        return [ir.Elementwise(target, sp.Symbol(args[0], real=True), (), dt)]
+    return [ir.CumSum(target, args[0], node.attr("dim"), node.attr("reverse"), node.shape, dt)]
+
+
+cumsum = register(OpDef(
+    "cumsum", "reduce", "CumsumBackward0", _cumsum_eval, _cumsum_infer,
+    vjp=lambda node, g: (apply("cumsum", g, dim=node.attr("dim"), reverse=not node.attr("reverse")),),
+    lower=_cumsum_lower,
+    display=lambda node, ins: call_expr("cumsum", ins[0], dim=node.attr("dim"),
+                                        reverse=True if node.attr("reverse") else None),
+    doc="running sum along `dim` (`reverse`: from the end, the adjoint of cumsum)"))
