@@ -287,8 +287,8 @@ def test_splits_are_views_with_torch_names_and_gradients():
 
 def test_repeat_matches_torch():
     for shape, reps in [((2, 3), (2, 2)), ((3,), (2, 1, 2)), ((), (3,)), ((), ()), ((2, 1), (1, 0))]:
-        _same(lambda lib, x: x.repeat(*reps) if reps else x.repeat(()), np.arange(float(np.prod(shape))).reshape(
-            shape) + 1.0)
+        data = np.arange(float(np.prod(shape))).reshape(shape) + 1.0
+        _same(lambda lib, x, reps=reps: x.repeat(*reps) if reps else x.repeat(()), data)
     x = sg.ones(2, 3)
     assert x.repeat([2, 1]).shape == (4, 3) and x.repeat(sg.Size([1, 2])).shape == (2, 6)
 
