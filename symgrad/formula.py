@@ -255,10 +255,14 @@ class _Display:
         if op.display is not None:
             e = op.display(n, ins)
         elif op.family == "elementwise":
-            # opaque inputs (sums, indexing...) stay out of SymPy's evaluation of the form
-            table: dict = {}
-            e = op.scalar_form(len(ins), n.attrs).xreplace(dict(zip(A, (shield(i, table) for i in ins))))
-            e = unshield(e, table)
+            form = op.scalar_form(len(ins), n.attrs)
+            if form.has(sp.Piecewise):
+                # opaque inputs (sums, indexing...) stay out of SymPy's evaluation of the conditions, which
+                # would fold a Piecewise out of a sum's argument
+                table: dict = {}
+                e = unshield(form.xreplace(dict(zip(A, (shield(i, table) for i in ins)))), table)
+            else:
+                e = form.xreplace(dict(zip(A, ins)))
         elif op.name in ("sum", "mean", "sum_to"):
             cls = MeanOf if op.name == "mean" else SumOf
             if op.name == "sum_to":

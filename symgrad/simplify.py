@@ -76,7 +76,8 @@ def shield(e: sp.Basic, table: dict, simplify_args: tuple | None = None) -> sp.B
         return d
     if e.is_Atom or not e.args:
         return e
-    return e.func(*[shield(a, table, simplify_args) for a in e.args])
+    args = [shield(a, table, simplify_args) for a in e.args]
+    return e if all(a is b for a, b in zip(args, e.args)) else e.func(*args)
 
 
 def unshield(e: sp.Basic, table: dict) -> sp.Basic:
