@@ -43,7 +43,9 @@ class GradFn:
 
     @property
     def next_functions(self) -> tuple:
-        return tuple((_next_fn(i), 0) for i in self._node.inputs)
+        # as torch, only the inputs the op differentiates (not where's condition, not max(dim)'s indices)
+        diff = self._node.op.diff_args
+        return tuple((_next_fn(x), 0) for k, x in enumerate(self._node.inputs) if diff is None or k in diff)
 
     @property
     def requires_grad(self) -> bool:

@@ -1380,15 +1380,19 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     for i, t in enumerate(ts):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    nd = ts[0].ndim
+    from .ops.join import joined
+    kept = joined([t.shape for t in ts])  # torch skips 1-d empty tensors
+    first = ts[kept[0]]
+    nd = first.ndim
     d = normalize_dims(_one_dim(dim), nd)[0]
-    for i, t in enumerate(ts[1:], 1):
+    for i in kept[1:]:
+        t = ts[i]
         if t.ndim != nd:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {t.ndim}")
         for k in range(nd):
-            if k != d and t.shape[k] != ts[0].shape[k]:
+            if k != d and t.shape[k] != first.shape[k]:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ts[0].shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
+                                   f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
     return _apply(REGISTRY["cat"], *ts, dim=d, out_dtype=dtypes.result_type(*ts).name)
 
 

@@ -124,7 +124,11 @@ class TraceContext:
                 dt = dtypes.float_result(dt)
             if op.infer.__name__ == "_compare_infer":
                 dt = dtypes.bool
-        node = apply(op, *nodes, dtype=dt, **attrs)
+        if "dtype" in attrs:  # ``to``'s attr: it shares its name with apply's dtype argument; infer gives it
+            shape, inferred = op.infer(op, *nodes, **attrs)
+            node = Node(op, tuple(nodes), tuple(sorted(attrs.items())), shape, inferred)
+        else:
+            node = apply(op, *nodes, dtype=dt, **attrs)
         diff = op.diff_args
         grad_inputs = [x for i, x in enumerate(inputs) if diff is None or i in diff]
         _record_node(node, grad_inputs, node.dtype.is_floating_point)

@@ -339,6 +339,7 @@ CASES: list[Case] = [
     Case("cat", lambda lib, x, y: lib.cat((x, y, x), -1), [((2, 3), (2, 1)), ((4,), (2,))], (_any, _any), "dim=-1"),
     Case("cat", lambda lib, x, y: lib.cat([x, y], dim=1), [((2, 2, 3), (2, 1, 3))], (_any, _any), "dim=1"),
     Case("cat", lambda lib, x: lib.cat([x]), [((3,),)], (_any,), "one"),
+    Case("cat", lambda lib, x, y: lib.cat([y, x, y], 1), [((2, 3), (0,))], (_any, _any), "skips 1-d empty"),
     Case("cat", lambda lib, x, y: lib.cat([x, y.to(_other_float(lib, y))]), [((2,), (3,))], (_any, _any),
          "promote", fd_h=1.0),
     Case("stack", lambda lib, x, y: lib.stack([x, y]), [((2, 3), (2, 3)), ((), ())], (_any, _any), "dim=0"),

@@ -21,34 +21,43 @@ def _cast_back(piece: Node, x: Node) -> Node:
 
 # --------------------------------------------------------------------------- cat
 
+def joined(shapes: list[Shape]) -> list[int]:
+    """The inputs cat joins: torch skips 1-d empty tensors (its legacy rule), unless all are."""
+    return [i for i, s in enumerate(shapes) if tuple(s) != (0,)] or list(range(len(shapes)))
+
+
 def _cat_infer(op: OpDef, *xs: Node, dim: int, out_dtype: str) -> Any:
     from .. import dtypes
+    xs = tuple(xs[i] for i in joined([x.shape for x in xs]))
     shape = list(xs[0].shape)
     shape[dim] = sum(x.shape[dim] for x in xs)
     return tuple(shape), dtypes.from_any(out_dtype)
 
 
+def _cat_eval(*xs: np.ndarray, dim: int, out_dtype: str) -> np.ndarray:
+    xs = tuple(xs[i] for i in joined([x.shape for x in xs]))
+    return np.concatenate(xs, axis=dim, dtype=np.dtype(out_dtype), casting="unsafe")
+
+
 def _cat_vjp(node: Node, g: Node) -> tuple:
-    dim, out, start = node.attr("dim"), [], 0
-    for x in node.inputs:
+    dim, out, start = node.attr("dim"), [None] * len(node.inputs), 0
+    for i in joined([x.shape for x in node.inputs]):  # a skipped input's gradient: zeros (empty)
+        x = node.inputs[i]
         stop = start + x.shape[dim]
         if x.requires_grad:
             piece = apply("index", g, index=(_ALL,) * dim + (("s", start, stop, None),), fn="SliceBackward0")
-            out.append(_cast_back(piece, x))
-        else:
-            out.append(None)
+            out[i] = _cast_back(piece, x)
         start = stop
     return tuple(out)
 
 
 def _cat_lower(node: Node, target: str, args: list[str]) -> list:
-    return [ir.Concat(target, tuple(args), node.attr("dim"), False, node.shape, node.dtype.np.name)]
+    kept = tuple(args[i] for i in joined([x.shape for x in node.inputs]))
+    return [ir.Concat(target, kept, node.attr("dim"), False, node.shape, node.dtype.np.name)]
 
 
 cat = register(OpDef(
-    "cat", "join", "CatBackward0",
-    lambda *xs, dim, out_dtype: np.concatenate(xs, axis=dim, dtype=np.dtype(out_dtype), casting="unsafe"), _cat_infer,
-    vjp=_cat_vjp, lower=_cat_lower,
+    "cat", "join", "CatBackward0", _cat_eval, _cat_infer, vjp=_cat_vjp, lower=_cat_lower,
     display=lambda node, ins: call_expr("cat", *ins, dim=node.attr("dim")),
     doc="cat(tensors, dim) in the promoted `out_dtype`; the adjoint slices the gradient"))
 
