@@ -196,8 +196,9 @@ class CompiledFunction:
         if jit is not None and all_py:
             arrays = [float(a) for a in arrays]
         with np.errstate(all="ignore"):
-            raw = jit(*arrays) if jit is not None else e.fn(arrays)
-        if jit is not None and not e.consts and all_py:
+            raw = jit(*[arrays[q.index] for q in e.kernel.params]) if jit is not None else e.fn(arrays)
+        if (jit is not None and not e.consts and all_py
+                and [q.index for q in e.kernel.params] == list(range(len(args)))):
             self._fast, self._fast_n = self._make_fast(jit), len(args)
         outs = []
         for (dt, shape), r, i in zip(e.out_specs, raw, [None] + list(self.argnums)):

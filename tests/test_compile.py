@@ -182,3 +182,14 @@ def test_logistic_loss_with_matmul_matches_torch():
         np.testing.assert_allclose(g, wt.grad.numpy(), rtol=1e-10)
     rep = str(vg.formulas(w0))
     assert "matmul" in rep and "transpose" in rep
+
+
+def test_unused_argument_in_hot_kernel():
+    vg = sg.value_and_grad(lambda x, y: (x ** 2).mean(), argnums=(0, 1))
+    for _ in range(3):
+        v, (gx, gy) = vg(np.ones((3, 4)), np.ones((3, 4)))
+    assert v == 1.0
+    np.testing.assert_allclose(gx, np.full((3, 4), 2 / 12))
+    np.testing.assert_array_equal(gy, np.zeros((3, 4)))
+    f = sg.value_and_grad(lambda a, b: a * 2.0, argnums=(0, 1))
+    assert [f(1.5, 3.0) for _ in range(3)][-1] == (3.0, (2.0, 0.0))
