@@ -29,6 +29,7 @@ from conftest import FLOAT_DTYPES, assert_close, grad_fn_name, numpy_of
 
 import symgrad as sg
 from codegen import emit_numpy, load_kernel
+from symgrad.custom import CustomOp, CustomRule, is_custom
 from symgrad.indexing import normalize_index
 from symgrad.lower import lower
 from symgrad.ops import OUT, REGISTRY, A
@@ -421,6 +422,95 @@ CASES: list[Case] = [
          internal=True, extra={"torch": lambda a, b, c: a * b - c / 3}),
 ]
 
+# ---------------------------------------------------------------------------- custom ops and rules
+# Ops users register at run time (sg.custom_op / sg.custom_rule) go through the same four checks;
+# their torch twins are torch's own functions or torch.autograd.Function classes of the same name.
+
+_softplus = sg.custom_op("reg_softplus", lambda x, beta=1: sp.log(1 + sp.exp(beta * x)) / beta,
+                         grad_fn="SoftplusBackward0")
+_log_sigmoid = sg.custom_op("log_sigmoid", lambda x: -sp.log(1 + sp.exp(-x)),
+                            partials=lambda x, out: [1 - sp.exp(out)])
+_mish = sg.custom_op("mish", lambda x: x * sp.tanh(sp.log(1 + sp.exp(x))),
+                     numpy=lambda x: x * np.tanh(np.log1p(np.exp(x))))
+_hypot = sg.custom_op("reg_hypot", lambda x, y: sp.sqrt(x ** 2 + y ** 2), grad_fn="HypotBackward0")
+
+
+@sg.custom_rule(vjp=lambda g, out, x: (g * (1 - out ** 2),))
+def rule_tanh(x: Any) -> Any:
+    return sg.tanh(x)
+
+
+@sg.custom_rule(jvp=lambda t, out, x: t * out * (1 - out))
+def jvp_sigmoid(x: Any) -> Any:
+    return sg.sigmoid(x)
+
+
+@sg.custom_rule(vjp=lambda g, out, x, y, k: (g * y * k, g * x * k, None))
+def scaled_mul(x: Any, y: Any, k: float) -> Any:
+    return x * y * k
+
+
+class RuleTanh(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = torch.tanh(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (out,) = ctx.saved_tensors
+        return g * (1 - out ** 2)
+
+
+class JvpSigmoid(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = torch.sigmoid(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (out,) = ctx.saved_tensors
+        return g * out * (1 - out)
+
+
+class ScaledMul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any, y: Any, k: float) -> Any:
+        ctx.save_for_backward(x, y)
+        ctx.k = k
+        return x * y * k
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        x, y = ctx.saved_tensors
+        return g * y * ctx.k, g * x * ctx.k, None
+
+
+CUSTOM_CASES: list[Case] = [
+    Case(_softplus.name, lambda lib, x: _softplus(x), UN_SHAPES, (_any,), "form",
+         extra={"torch": torch.nn.functional.softplus}),
+    Case(_softplus.name, lambda lib, x: _softplus(x, beta=2), UN_SHAPES[:1], (_any,), "attr beta=2",
+         extra={"torch": lambda a: torch.nn.functional.softplus(a, beta=2)}),
+    Case(_log_sigmoid.name, lambda lib, x: _log_sigmoid(x), UN_SHAPES, (_any,), "partials with out",
+         extra={"torch": torch.nn.functional.logsigmoid}),
+    Case(_mish.name, lambda lib, x: _mish(x), UN_SHAPES, (_any,), "numpy eval",
+         extra={"torch": torch.nn.functional.mish}),
+    Case(_hypot.name, lambda lib, x, y: _hypot(x, y), BIN_SHAPES, (_away0, _away0), "binary, broadcast",
+         extra={"torch": torch.hypot}),
+    Case(_hypot.name, lambda lib, x: _hypot(x, 2.0), SCALAR_SHAPES, (_away0,), "tensor, float",
+         extra={"torch": lambda a: torch.hypot(a, torch.tensor(2.0, dtype=a.dtype))}),
+    Case(rule_tanh.op.name, lambda lib, x: rule_tanh(x), UN_SHAPES, (_any,), "vjp rule",
+         extra={"torch": RuleTanh.apply}),
+    Case(jvp_sigmoid.op.name, lambda lib, x: jvp_sigmoid(x), UN_SHAPES, (_any,), "jvp rule",
+         extra={"torch": JvpSigmoid.apply}),
+    Case(scaled_mul.op.name, lambda lib, x, y: scaled_mul(x, y, 1.5), BIN_SHAPES[:2], (_any, _any),
+         "two tensors and a number", extra={"torch": lambda a, b: ScaledMul.apply(a, b, 1.5)}),
+]
+CASES += CUSTOM_CASES
+
 _TORCH_FUSED = {id(c): c.extra["torch"] for c in CASES if "torch" in c.extra}
 
 
@@ -496,11 +586,17 @@ def _untracked_node(case: Case, xs: list[sg.Tensor]) -> Any:
 # ---------------------------------------------------------------------------- coverage of the registry
 
 def test_every_registered_op_has_cases():
-    """An op cannot be registered without an entry in this table."""
-    registered = set(REGISTRY) - SOURCE_OPS
+    """A built-in op cannot be registered without an entry in this table; ops registered at run time
+    (``sg.custom_op`` / ``sg.custom_rule``, here or in other test modules) need one only when this
+    module registers them."""
+    builtin = {name for name in REGISTRY if not is_custom(name)} - SOURCE_OPS
     covered = {c.op for c in CASES}
-    assert registered - covered == set(), f"ops without test cases: {sorted(registered - covered)}"
-    assert covered - registered == set(), f"cases for unknown ops: {sorted(covered - registered)}"
+    assert builtin - covered == set(), f"ops without test cases: {sorted(builtin - covered)}"
+    assert covered - set(REGISTRY) == set(), f"cases for unknown ops: {sorted(covered - set(REGISTRY))}"
+    ours = {c.op for c in CUSTOM_CASES}
+    assert all(is_custom(name) for name in ours)
+    here = {v.op.name for v in globals().values() if isinstance(v, (CustomOp, CustomRule))}
+    assert here - ours == set(), f"custom ops registered here without a case: {sorted(here - ours)}"
 
 
 def test_source_ops_are_registered():
