@@ -5,6 +5,7 @@ from . import autograd, ops, return_types  # noqa: F401
 from . import indexing as _indexing  # noqa: F401  (registers index ops)
 from ._format import get_printoptions, printoptions, set_printoptions
 from .compile import CompiledFunction, compile, grad, value_and_grad  # noqa: A004
+from .transforms import hessian, jacobian, jvp, vjp
 from .custom import custom_op, custom_rule
 from .dtypes import (  # noqa: A004
                      DType,

@@ -5,6 +5,8 @@ from typing import Sequence
 
 import sympy as sp
 
+from codegen.printer import IsFinite
+
 from .graph import Node, toposort
 from .ops import OUT, A, apply
 from .ops.reduce import sum_to_node
@@ -33,6 +35,10 @@ def fused(inputs: Sequence[Node], expr: sp.Expr, dtype, shape_hint: tuple | None
     return apply("fused", *kept, expr=expr, dtype=dtype)
 
 
+def IsNotFinite(x: sp.Expr) -> sp.Basic:  # noqa: N802 - reads as the SymPy predicate it builds
+    return sp.Not(IsFinite(x))
+
+
 def _elementwise_vjp(node: Node, g: Node, masked: bool) -> tuple[tuple[Node | None, ...], bool]:
     """Contributions ``g * d(form)/d(a_i)`` summed to each input's shape.
 
@@ -55,7 +61,9 @@ def _elementwise_vjp(node: Node, g: Node, masked: bool) -> tuple[tuple[Node | No
         else:
             e = A[0] * p.xreplace(shift)
             if masked and not p.is_Number:
-                e = sp.Piecewise((0, sp.Eq(A[0], 0)), (e, True))
+                # zero only where the partial is not finite: a coincidental g == 0 on the branch taken
+                # keeps its exact derivative (second order)
+                e = sp.Piecewise((0, sp.Eq(A[0], 0) & IsNotFinite(p.xreplace(shift))), (e, True))
             c = fused(ins, e, node.dtype)
             # torch also saves a Python number a rule reads (``x * 2`` keeps ``2``), as a wrapped tensor
             saves = saves or any(inp is not g and inp.op.name != "scalar" for inp in c.inputs) or any(
@@ -81,7 +89,8 @@ def _forward_reads(c: Node, forward: set[int], seen: set[int]) -> list[Node]:
         if n.id in seen:
             continue
         seen.add(n.id)
-        stack.extend(n.inputs)
+        if n.op.name != "numel":        # reads only its input's shape, not a saved value
+            stack.extend(n.inputs)
     return out
 
 

@@ -1,0 +1,417 @@
+"""Jacobians, Hessians (dense or in their exact sparsity pattern), ``jvp`` and ``vjp``.
+
+All derivatives are DAGs of registry ops: a Jacobian row is a reverse sweep seeded with a basis
+cotangent, a column a forward sweep (``forward.jvp_graph``) seeded with a basis tangent; the
+Hessian is the Jacobian of the gradient DAG (Hessian-vector products, reverse over reverse).
+Sweeps are emitted as kernels whose seeds are run-time parameters, several seeds per kernel, so
+a Jacobian costs ``min(m, n) / batch`` kernel calls. Sparse results seed each sweep with a whole
+colour of structurally orthogonal rows (``sparsity.color_rows``): the Rosenbrock Hessian needs 3
+sweeps at any n.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .autodiff import backward_graph
+from .compile import BACKEND, HOT_CALLS, CompiledFunction, _as_node, _kind
+from .forward import _zeros, jvp_graph
+from .graph import Node, toposort
+from .ops import source as _src
+from .tensor import Tensor
+
+#: most sweeps fused into one kernel (each is a copy of the derivative graph)
+MAX_BATCH = 16
+#: ... and at most this many derivative-graph nodes per kernel
+MAX_BATCH_NODES = 4000
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+class Program:
+    """Generated code computing ``outs`` from ``params`` (nodes): numpy first, numba once hot."""
+
+    def __init__(self, params: Sequence[Node], outs: Sequence[Node], name: str) -> None:
+        from codegen import emit_numpy, load_kernel
+        from codegen.names import comment
+
+        from .lower import lower
+        from .simplify import simplify_graph
+        outs = simplify_graph(list(outs))
+        pids = {p.id for p in params}
+        consts = [n for n in toposort(outs, stop=lambda n: n.id in pids) if n.op is _src.const]
+        ps = [(p, "v", i) for i, p in enumerate(params)] + [(c, "v", len(params) + k) for k, c in enumerate(consts)]
+        from codegen.names import identifier
+        self.kernel, _ = lower(identifier(name, "k_"), ps, outs, doc=comment(name))
+        self.source = emit_numpy(self.kernel)
+        self.fn, _ = load_kernel(self.source, self.kernel.name, prefix="compiled")
+        self.consts = [np.asarray(c.value) for c in consts]
+        self.specs = [(o.dtype.np, o.shape) for o in outs]
+        self.calls = 0
+        self.jit: Callable | None = None
+        self._jit_tried = False
+
+    def _numba(self) -> Callable | None:
+        if not self._jit_tried:
+            self._jit_tried = True
+            from codegen import load_kernel
+            from codegen.numba_emit import emit_numba
+            try:
+                self.jit, _ = load_kernel(emit_numba(self.kernel), self.kernel.name, prefix="numba")
+            except Exception:  # noqa: BLE001 - the numpy kernel stays in use
+                self.jit = None
+        return self.jit
+
+    def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        arrays = list(arrays) + self.consts
+        self.calls += 1
+        jit = self._numba() if self.calls >= HOT_CALLS and BACKEND == "numba" else None
+        with np.errstate(all="ignore"):
+            raw = jit(*[arrays[q.index] for q in self.kernel.params]) if jit is not None else self.fn(arrays)
+        return [np.broadcast_to(np.asarray(r, dtype=dt), shape) for r, (dt, shape) in zip(raw, self.specs)]
+
+
+def _seed_leaf(like: Node, grad: bool = False) -> Node:
+    return Node(_src.leaf, (), (), like.shape, like.dtype, requires_grad=grad)
+
+
+class JacobianSweeps:
+    """The Jacobian of ``outs`` w.r.t. ``wrt`` on one traced signature: dense, pattern, sparse.
+
+    ``reverse`` sweeps give rows (seeded with cotangents of ``outs``), forward sweeps columns.
+    """
+
+    def __init__(self, params: Sequence[Node], outs: Sequence[Node], wrt: Sequence[Node], name: str,
+                 reverse: bool | None = None) -> None:
+        self.params, self.outs, self.wrt, self.name = list(params), list(outs), list(wrt), name
+        self.m = sum(_size(o.shape) for o in outs)
+        self.n = sum(_size(w.shape) for w in wrt)
+        self.reverse = self.m <= self.n if reverse is None else reverse
+        self._programs: dict[int, Program] = {}
+        self._pattern: Any = None
+        self._colors: np.ndarray | None = None
+        self._graph_size = max(1, len(toposort(self.outs)))
+
+    def _sweep(self) -> tuple[list[Node], list[Node]]:
+        """One sweep's seed leaves and result nodes."""
+        if self.reverse:
+            seeds = [_seed_leaf(o) for o in self.outs]
+            res, _ = backward_graph(self.outs, seeds, self.wrt)
+            return seeds, [r if r is not None else _zeros(w) for r, w in zip(res, self.wrt)]
+        seeds = [_seed_leaf(w) for w in self.wrt]
+        res = jvp_graph(self.outs, self.wrt, seeds)
+        return seeds, [r if r is not None else _zeros(o) for r, o in zip(res, self.outs)]
+
+    def _program(self, batch: int) -> Program:
+        if batch not in self._programs:
+            seeds: list[Node] = []
+            results: list[Node] = []
+            for _ in range(batch):
+                s, r = self._sweep()
+                seeds += s
+                results += r
+            self._programs[batch] = Program(self.params + seeds, results, f"{self.name}_{batch}")
+        return self._programs[batch]
+
+    def batch_for(self, k: int) -> int:
+        return max(1, min(k, MAX_BATCH, MAX_BATCH_NODES // self._graph_size))
+
+    def products(self, arrays: Sequence[np.ndarray], seeds: np.ndarray) -> np.ndarray:
+        """Each row of ``seeds`` (k × m cotangents, or k × n tangents) through one sweep."""
+        k = seeds.shape[0]
+        seed_nodes, res_nodes = (self.outs, self.wrt) if self.reverse else (self.wrt, self.outs)
+        width = sum(_size(r.shape) for r in res_nodes)
+        dtype = np.result_type(*[r.dtype.np for r in res_nodes])
+        out = np.empty((k, width), dtype=dtype)
+        if k == 0:
+            return out
+        batch = self.batch_for(k)
+        prog = self._program(batch)
+        cuts = np.cumsum([0] + [_size(s.shape) for s in seed_nodes])
+        for start in range(0, k, batch):
+            rows = seeds[start:start + batch]
+            if rows.shape[0] < batch:
+                rows = np.concatenate([rows, np.zeros((batch - rows.shape[0], seeds.shape[1]))])
+            seed_arrays = [np.ascontiguousarray(row[cuts[i]:cuts[i + 1]].reshape(s.shape), dtype=s.dtype.np)
+                           for row in rows for i, s in enumerate(seed_nodes)]
+            got = prog(list(arrays) + seed_arrays)
+            per = len(res_nodes)
+            for b in range(min(batch, k - start)):
+                out[start + b] = np.concatenate([np.ravel(g) for g in got[b * per:(b + 1) * per]]) if per else []
+        return out
+
+    def dense(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """The full m × n Jacobian."""
+        if self.reverse:
+            return self.products(arrays, np.eye(self.m))
+        return np.ascontiguousarray(self.products(arrays, np.eye(self.n)).T)
+
+    def pattern(self) -> Any:
+        """The structural pattern (m × n, 0/1 ``scipy.sparse.csr_matrix``)."""
+        if self._pattern is None:
+            from .sparsity import dependency
+            self._pattern = dependency(self.outs, self.wrt)
+        return self._pattern
+
+    def colors(self) -> np.ndarray:
+        if self._colors is None:
+            from .sparsity import color_rows
+            p = self.pattern()
+            self._colors = color_rows(p if self.reverse else p.T.tocsr())
+        return self._colors
+
+    def sparse(self, arrays: Sequence[np.ndarray]) -> Any:
+        """The Jacobian's values in its structural pattern, from one sweep per colour."""
+        import scipy.sparse as sps
+        p = self.pattern()
+        colors = self.colors()
+        n_colors = int(colors.max()) + 1 if len(colors) else 0
+        seeds = np.zeros((n_colors, len(colors)))
+        seeds[colors, np.arange(len(colors))] = 1.0
+        y = self.products(arrays, seeds)
+        rows = np.repeat(np.arange(p.shape[0]), np.diff(p.indptr))
+        data = y[colors[rows], p.indices] if self.reverse else y[colors[p.indices], rows]
+        return sps.csr_matrix((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
+
+
+class _Signature:
+    """What one traced signature holds for the derivative transforms."""
+
+    def __init__(self, leaves: list[Node], outs: list[Node], multi: bool) -> None:
+        self.leaves, self.outs, self.multi = leaves, outs, multi
+        self.sweeps: dict[str, JacobianSweeps] = {}
+
+
+def _trace_nodes(f: Callable, kinds: Sequence[tuple], names: Sequence[str], diff: set[int]) -> _Signature:
+    from .trace import leaf, trace
+    leaves = [leaf(k[2], dtypes.from_any(k[1]), names[i], i in diff) for i, k in enumerate(kinds)]
+    out = trace(f, leaves)
+    multi = isinstance(out, (tuple, list))
+    outs = [_as_node(o) for o in (out if multi else (out,))]
+    return _Signature([lv._node for lv in leaves], outs, multi)
+
+
+def _convert(arr: np.ndarray, kinds: Sequence[tuple]) -> Any:
+    if any(k[0] == "sg" for k in kinds):
+        return Tensor(np.array(arr))
+    if arr.ndim == 0 and all(k[0] == "py" for k in kinds):
+        return float(arr)
+    return np.array(arr)
+
+
+class DerivativeFunction(CompiledFunction):
+    """``sg.jacobian`` / ``sg.hessian`` of a function: traced once per signature, compiled sweeps."""
+
+    def __init__(self, fn: Callable, mode: str, argnums: int | Sequence[int] = 0, sparse: bool = False) -> None:
+        super().__init__(fn, mode, argnums)
+        self.sparse = sparse
+        self._sigs: dict[tuple, _Signature] = {}
+
+    def __repr__(self) -> str:
+        return f"<symgrad.{self.mode}{' (sparse)' if self.sparse else ''} of {getattr(self.fn, '__name__', self.fn)}>"
+
+    def _signature(self, args: Sequence[Any]) -> tuple[_Signature, list[tuple]]:
+        from .trace import Tracer
+        if any(isinstance(a, Tracer) for a in args):
+            raise NotImplementedError(
+                f"sg.{self.mode} inside a traced function is not supported; apply sg.grad / sg.{self.mode} "
+                "outside, or use sg.grad of sg.grad for higher derivatives")
+        kinds = [_kind(a) for a in args]
+        for i in self.argnums:
+            if i >= len(args):
+                raise IndexError(f"argnums {i} is out of range for a call with {len(args)} arguments")
+        key = tuple(kinds)
+        sig = self._sigs.get(key)
+        if sig is None:
+            names = [self._name(i) for i in range(len(args))]
+            sig = self._sigs[key] = _trace_nodes(self.fn, kinds, names, set(self.argnums))
+        return sig, kinds
+
+    def _sweeps(self, sig: _Signature) -> JacobianSweeps:
+        s = sig.sweeps.get(self.mode)
+        if s is None:
+            wrt = [sig.leaves[i] for i in self.argnums]
+            name = f"{self.mode}_{getattr(self.fn, '__name__', 'f')}"
+            if self.mode == "hessian":
+                (out,) = sig.outs if not sig.multi and len(sig.outs) == 1 else (None,)
+                if out is None or out.shape != ():
+                    shape = out.shape if out is not None else "several outputs"
+                    raise TypeError(f"hessian is only defined for scalar-output functions. Output had shape: {shape}")
+                one = Node(_src.scalar, (), (("value", 1),), (), out.dtype, value=1)
+                grads, _ = backward_graph([out], [one], wrt)
+                grads = [g if g is not None else _zeros(w) for g, w in zip(grads, wrt)]
+                s = JacobianSweeps(sig.leaves, grads, wrt, name, reverse=True)
+            else:
+                s = JacobianSweeps(sig.leaves, sig.outs, wrt, name)
+            sig.sweeps[self.mode] = s
+        return s
+
+    @staticmethod
+    def _arrays(args: Sequence[Any], kinds: Sequence[tuple]) -> list[np.ndarray]:
+        return [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
+                for a, k in zip(args, kinds)]
+
+    def __call__(self, *args: Any) -> Any:
+        sig, kinds = self._signature(args)
+        sweeps = self._sweeps(sig)
+        arrays = self._arrays(args, kinds)
+        if self.sparse:
+            return sweeps.sparse(arrays)
+        full = sweeps.dense(arrays)
+        rows = np.cumsum([0] + [_size(o.shape) for o in sweeps.outs])
+        cols = np.cumsum([0] + [_size(w.shape) for w in sweeps.wrt])
+        blocks = []
+        for o, node in enumerate(sweeps.outs):
+            row = tuple(_convert(full[rows[o]:rows[o + 1], cols[k]:cols[k + 1]].reshape(node.shape + w.shape), kinds)
+                        for k, w in enumerate(sweeps.wrt))
+            blocks.append(row[0] if self._single else row)
+        if self.mode == "hessian":
+            return blocks[0] if self._single else tuple(blocks)
+        return tuple(blocks) if sig.multi else blocks[0]
+
+    def sparsity(self, *args: Any) -> Any:
+        """The structural pattern of the Jacobian / Hessian at this signature (``scipy.sparse``)."""
+        sig, _ = self._signature(args)
+        return self._sweeps(sig).pattern().astype(bool)
+
+    def source(self, *args: Any, backend: str = "numpy") -> str:
+        """The generated source of one sweep kernel for these example arguments."""
+        sig, _ = self._signature(args)
+        sweeps = self._sweeps(sig)
+        prog = sweeps._program(sweeps.batch_for(sweeps.m if sweeps.reverse else sweeps.n))
+        if backend == "numba":
+            from codegen.numba_emit import emit_numba
+            return emit_numba(prog.kernel)
+        return prog.source
+
+
+def jacobian(f: Callable, argnums: int | Sequence[int] = 0, sparse: bool = False) -> DerivativeFunction:
+    """The Jacobian of ``f`` w.r.t. ``argnums``, as a compiled function (JAX's ``jacrev``/``jacfwd``:
+    reverse sweeps when outputs are fewer than inputs, forward sweeps otherwise).
+
+    The result for one argument has shape ``out.shape + arg.shape``; a tuple ``argnums`` gives a tuple,
+    a function returning a tuple gives a tuple (per output) of those. ``sparse=True`` returns a
+    ``scipy.sparse.csr_matrix`` (all outputs' elements × all argnums' elements, flattened in order)
+    holding the structural non-zeros, computed with one sweep per colour of the pattern.
+
+    >>> import symgrad as sg, numpy as np
+    >>> sg.jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    return DerivativeFunction(f, "jacobian", argnums, sparse)
+
+
+def hessian(f: Callable, argnums: int | Sequence[int] = 0, sparse: bool = False) -> DerivativeFunction:
+    """The Hessian of a scalar ``f`` w.r.t. ``argnums`` (the Jacobian of its gradient DAG).
+
+    Shape ``arg.shape + arg.shape``; tuple ``argnums`` give a tuple of tuples (``H[i][j]`` is
+    d²f/d(arg i)d(arg j)). ``sparse=True`` returns a ``scipy.sparse.csr_matrix`` of the exact
+    structural non-zeros (a banded Hessian costs a few Hessian-vector sweeps at any size).
+
+    >>> import symgrad as sg, numpy as np
+    >>> sg.hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    return DerivativeFunction(f, "hessian", argnums, sparse)
+
+
+# ----------------------------------------------------------------------------- jvp / vjp
+
+def _primal_kinds(primals: Sequence[Any]) -> list[tuple]:
+    return [_kind(p) for p in primals]
+
+
+#: f -> {(what, kinds): (program, signature, seed leaves)}; entries go with their function
+_SWEEP_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _jvp_program(f: Callable, kinds: list[tuple], what: str) -> tuple[Program, _Signature, list[Node]]:
+    key = (what, tuple(kinds))
+    try:
+        per_fn = _SWEEP_CACHE.setdefault(f, {})
+    except TypeError:  # not weak-referenceable: no cache
+        per_fn = {}
+    if key in per_fn:
+        return per_fn[key]
+    names = [f"x{i}" for i in range(len(kinds))]
+    sig = _trace_nodes(f, kinds, names, set(range(len(kinds))))
+    if what == "jvp":
+        seeds = [_seed_leaf(w) for w in sig.leaves]
+        res = jvp_graph(sig.outs, sig.leaves, seeds)
+        res = [r if r is not None else _zeros(o) for r, o in zip(res, sig.outs)]
+    else:
+        seeds = [_seed_leaf(o) for o in sig.outs]
+        res, _ = backward_graph(sig.outs, seeds, sig.leaves)
+        res = [r if r is not None else _zeros(w) for r, w in zip(res, sig.leaves)]
+    prog = Program(sig.leaves + seeds, sig.outs + res, f"{what}_{getattr(f, '__name__', 'f')}")
+    per_fn[key] = (prog, sig, seeds)
+    return prog, sig, seeds
+
+
+def _as_arrays(values: Sequence[Any], nodes: Sequence[Node], what: str) -> list[np.ndarray]:
+    if len(values) != len(nodes):
+        raise ValueError(f"{what}: expected {len(nodes)} values, got {len(values)}")
+    out = []
+    for v, n in zip(values, nodes):
+        a = np.asarray(v._data if isinstance(v, Tensor) else v, dtype=n.dtype.np)
+        if a.shape != n.shape:
+            raise ValueError(f"{what}: expected shape {tuple(n.shape)}, got {tuple(a.shape)}")
+        out.append(a)
+    return out
+
+
+def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``(f(*primals), J @ tangents)`` by forward mode on the DAG (as ``jax.jvp`` / ``torch.func.jvp``).
+
+    >>> import symgrad as sg
+    >>> sg.jvp(lambda x: x * x, (3.0,), (1.0,))
+    (9.0, 6.0)
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument of f)")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: expected {len(primals)} tangents (one per primal), got {len(tangents)}")
+    kinds = _primal_kinds(primals)
+    prog, sig, seeds = _jvp_program(f, kinds, "jvp")
+    arrays = _as_arrays(primals, sig.leaves, "jvp primals") + _as_arrays(tangents, seeds, "jvp tangents")
+    got = prog(arrays)
+    k = len(sig.outs)
+    vals = [_convert(g, kinds) for g in got[:k]]
+    tans = [_convert(g, kinds) for g in got[k:]]
+    if sig.multi:
+        return tuple(vals), tuple(tans)
+    return vals[0], tans[0]
+
+
+def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
+    """``(f(*primals), vjp_fn)`` where ``vjp_fn(cotangent)`` returns one cotangent per primal (a tuple),
+    by reverse accumulation on the DAG (as ``jax.vjp`` / ``torch.func.vjp``).
+
+    >>> import symgrad as sg
+    >>> out, back = sg.vjp(lambda x, y: x * y, 2.0, 5.0)
+    >>> out, back(1.0)
+    (10.0, (5.0, 2.0))
+    """
+    kinds = _primal_kinds(primals)
+    prog, sig, seeds = _jvp_program(f, kinds, "vjp")
+    arrays = _as_arrays(primals, sig.leaves, "vjp primals")
+    zeros = [np.zeros(s.shape, dtype=s.dtype.np) for s in seeds]
+    got = prog(arrays + zeros)
+    k = len(sig.outs)
+    vals = [_convert(g, kinds) for g in got[:k]]
+
+    def vjp_fn(*cotangents: Any) -> tuple:
+        cts = cotangents[0] if (sig.multi and len(cotangents) == 1 and isinstance(cotangents[0], (tuple, list))) \
+            else cotangents
+        res = prog(arrays + _as_arrays(cts, seeds, "vjp cotangents"))
+        return tuple(_convert(g, kinds) for g in res[k:])
+
+    return (tuple(vals) if sig.multi else vals[0]), vjp_fn
