@@ -281,6 +281,19 @@ class CompiledFunction:
         return CompiledFormulas(e.out, e.grads, [names[i] for i in grad_fn.argnums],
                                 getattr(self.fn, "__name__", "f"), names)
 
+    def jacobian_sparsity(self, *args: Any, argnums: int | Sequence[int] | None = None) -> Any:
+        """The exact structural pattern of the Jacobian of this function's output w.r.t. ``argnums``
+        (default: this function's) at these example arguments, as a boolean ``scipy.sparse`` matrix
+        (output elements × argument elements, flattened)."""
+        from .transforms import jacobian
+        return jacobian(self.fn, self.argnums if argnums is None else argnums).sparsity(*args)
+
+    def hessian_sparsity(self, *args: Any, argnums: int | Sequence[int] | None = None) -> Any:
+        """The exact structural pattern of the Hessian of this scalar function w.r.t. ``argnums``
+        (default: this function's), as a boolean ``scipy.sparse`` matrix."""
+        from .transforms import hessian
+        return hessian(self.fn, self.argnums if argnums is None else argnums).sparsity(*args)
+
 
 def _as_node(out: Any) -> Node:
     from .trace import Tracer
