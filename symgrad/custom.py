@@ -291,6 +291,12 @@ def _same_definition(a: CustomOp, b: CustomOp) -> bool:
         return False
     if a.form() != b.form() or code(a._numpy) != code(b._numpy) or a.op.grad_fn != b.op.grad_fn:
         return False
+    try:  # the forms with symbolic attributes, where the form takes them
+        syms = {k: sp.Symbol(f"_{k}") for k in a.defaults}
+        if sp.sympify(a._form(*A[: a.nargs], **syms)) != sp.sympify(b._form(*A[: b.nargs], **syms)):
+            return False
+    except Exception:  # noqa: BLE001, S110 - a form may need numeric attributes: the defaults compared above
+        pass
     key = tuple(sorted(a.defaults.items()))
     return a.op.local_partials(a.nargs, key) == b.op.local_partials(b.nargs, key) and \
         (a.op.display is None) == (b.op.display is None)
@@ -447,11 +453,16 @@ class CustomRule:
         return args, dict(node.attr("kw"))
 
     def _display(self, node: Node, ins: list) -> sp.Expr:
-        from .ops.base import call_expr
-        shown, kw = self._arguments(node, ins[1:])
-        shown = [a if isinstance(a, sp.Basic) else (sp.sympify(a) if isinstance(a, (int, float)) else
-                                                    sp.Symbol(repr(a))) for a in shown]
-        return call_expr(self.name, *shown, **kw)
+        from .formula import _number
+
+        def show(v: Any) -> Any:
+            return _number(v) if isinstance(v, (int, float)) else v if isinstance(v, sp.Basic) else repr(v)
+
+        args, kw = self._arguments(node, ins[1:])
+        shown = [a if isinstance(a, sp.Basic) else sp.sympify(show(a)) if isinstance(a, (int, float))
+                 else sp.Symbol(repr(a)) for a in args]
+        extra = [sp.Symbol(f"{k}={show(v)}") for k, v in kw.items()]
+        return sp.Function(self.name, real=True)(*shown, *extra)
 
     # -- differentiation
 
