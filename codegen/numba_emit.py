@@ -79,6 +79,7 @@ still stored in a full array. Transcendental functions are libm calls (no SVML h
 from __future__ import annotations
 
 import keyword
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,7 +87,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, Reduce, Reshape, Transpose
+from .ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, Reduce, Reshape, Size, Transpose
 from .names import comment
 from .printer import KernelPrinter
 
@@ -523,15 +524,15 @@ class _Emitter:
         self.ext_busy.add(r)
         try:
             expr = None
-            srcs = sorted(self.cl.sources[r], key=lambda s: {"param": 0, "slice": 1, "prod": 1, "islice": 2}[s[0]])
-            for s in srcs:
+            order = {"param": 0, "slice": 1, "prod": 1, "islice": 2, "quot": 3}
+            for s in sorted(self.cl.sources[r], key=lambda s: order[s[0]]):
                 try:
                     expr = self.source_code(s)
                     break
                 except RecursionError:
                     continue
             if expr is None:
-                expr = str(self.cl.size[r])
+                expr = self.same_size_param(self.cl.size[r])
         finally:
             self.ext_busy.discard(r)
         same = [n for c, n in self.ext_names.items() if self.ext_src[c] == expr]
@@ -545,9 +546,22 @@ class _Emitter:
         self.ext_src[r] = expr
         return name
 
+    def same_size_param(self, size: int) -> str:
+        """An extent nothing determines (a dim only a broadcast or a scatter creates) as the first param
+        dim of the same size, else a literal. The source is only ever run on arrays of the sizes it was
+        emitted for (callers key kernels by exact shapes), where the two are equal; reading the param
+        keeps the text, hence numba's compilation, the same for every size."""
+        for p in self.k.params:
+            for d, n in enumerate(p.shape):
+                if n == size:
+                    return f"{p.name}.shape[{d}]"
+        return str(size)
+
     def source_code(self, s: tuple) -> str:
         if s[0] == "param":
             return f"{s[1]}.shape[{s[2]}]"
+        if s[0] == "quot":            # the split side of a reshape: the merged extent over the literal rest
+            return f"({' * '.join(self.ext(c) for c in s[1])}) // {s[2]}"
         if s[0] == "prod":
             return " * ".join(self.ext(c) for c in s[1])
         if s[0] == "slice":
@@ -605,6 +619,8 @@ class _Emitter:
                 self.index(st)
             elif isinstance(st, IndexAdd):
                 self.index_add(st)
+            elif isinstance(st, Size):
+                self.size(st)
             else:
                 raise TypeError(f"emit_numba: no emission for {type(st).__name__}")
         # extent classes are final only now: place the statements
@@ -681,6 +697,9 @@ class _Emitter:
                 cls[dsts[0]] = a.cls[srcs[0]]
             elif len(dsts) == 1 and srcs:           # merged dims: the product of their extents
                 cls[dsts[0]] = self.cl.new(shape[dsts[0]], ("prod", tuple(a.cls[d] for d in srcs)))
+            elif dsts and srcs and math.prod(shape[d] for d in dsts[1:]):   # split: the first dim from the rest
+                cls[dsts[0]] = self.cl.new(shape[dsts[0]], ("quot", tuple(a.cls[d] for d in srcs),
+                                                            math.prod(shape[d] for d in dsts[1:])))
         v = _Val(st.target, shape, st.dtype, "array", self.fresh_cls(shape, cls))
         v.varying = frozenset(v.nondims)
         self.define(st.target, v)
@@ -858,6 +877,17 @@ class _Emitter:
             self.place(op)
             v.arr_ready = _chain(op)[0]
         self.todo.append(place)
+
+    def size(self, st: Size) -> None:
+        """A count of ``arg``'s extents: a 0-d value before the loops; ``arg``'s elements are not read."""
+        a = self.lookup(st.arg)
+        count = [a.cls[d] for d in st.axes if a.shape[d] != 1]
+        v = _Val(st.target, (), st.dtype, "scalar")
+        self.define(st.target, v)
+        v.var = v.name
+        op = _Op("stmt", st.note or f"{v.name} = size", (), v, data={"count": count})
+        self.root.insert(0, op)
+        v.chain = [op]
 
     def elementwise(self, st: Elementwise) -> None:
         shape = tuple(st.shape)
@@ -1279,6 +1309,9 @@ class _Emitter:
             if "code" in op.data:
                 out.append(f"{pad}{v.var} = {op.data['code']}")
                 return
+            if "count" in op.data:
+                out.append(f"{pad}{v.var} = {_np_dtype(v.dtype)}({' * '.join(map(self.ext, op.data['count'])) or 1})")
+                return
             self.render_stmt(op, out, pad)
         elif op.kind == "store":
             codes = self.codes_for(op.shape)
@@ -1403,6 +1436,11 @@ def emit_numba(kernel: Kernel, *, parallel_threshold: int = 1 << 17) -> str:
     See the module docstring for the calling convention, the fusion rules and the floating-point
     policy. The text is a pure function of ``kernel`` and ``parallel_threshold``.
     """
+    from .numba_stencil import emit_stencil
+
+    src = emit_stencil(kernel, parallel_threshold)
+    if src is not None:
+        return src
     em = _Emitter(kernel, parallel_threshold)
     em.n_radd_used = False
     em.plan()
