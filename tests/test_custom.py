@@ -203,9 +203,9 @@ def test_custom_op_compiles_to_numpy_and_numba_kernels():
     numba_src = vg.source(a, b, backend="numba")
     assert "numba.njit" in numba_src and "numpy.exp(" in numba_src
     f = sg.compile(_loss)
-    assert f(a, b) == pytest.approx(float(tl), rel=1e-12)
+    assert f(a, b) == pytest.approx(tl.item(), rel=1e-12)
     f32 = f(a.astype(np.float32), b.astype(np.float32))
-    assert f32.dtype == np.float32 and float(f32) == pytest.approx(float(tl), rel=1e-5)
+    assert f32.dtype == np.float32 and float(f32) == pytest.approx(tl.item(), rel=1e-5)
 
 
 def test_custom_op_grad_of_grad_and_hessian_compiled():
@@ -521,3 +521,33 @@ def test_docs_examples_run():
     assert grad_fn_name(ns["y"]) == "SoftplusBackward0"
     assert_close(ns["mytanh"](x), np.tanh([0.5]).astype(np.float32))
     assert_close(ns["jtanh"](x), np.tanh([0.5]).astype(np.float32))
+
+
+def test_custom_rule_checks_in_place_changes_of_what_it_reads():
+    reads_x = sg.custom_rule(vjp=lambda g, out, x: (g * (1 - sg.tanh(x) ** 2),))(lambda x: sg.tanh(x))
+    x = sg.tensor([0.5, -1.0], requires_grad=True)
+    h = x * 1
+    y = reads_x(h)
+    h.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    h2 = x * 1
+    z = my_tanh(h2)  # reads only its own result: an in-place change of the input is fine (as in torch)
+    h2.add_(1)
+    z.sum().backward()
+    assert_close(x.grad, (1 - np.tanh([0.5, -1.0]) ** 2).astype(np.float32))
+
+
+def test_compiled_function_with_custom_ops_on_tensors_composes_with_backward():
+    a = _arr((5,), 16)
+
+    @sg.compile
+    def f(v: Any) -> Any:
+        return (softplus(v) * scaled_mul(v, v, 2.0) + my_tanh(v)).sum()
+
+    t = torch.tensor(a, requires_grad=True)
+    (torch.nn.functional.softplus(t) * t * t * 2.0 + MyTanh.apply(t)).sum().backward()
+    for _ in range(2):
+        x = sg.tensor(a, requires_grad=True)
+        f(x).backward()
+        assert_close(x.grad, t.grad)
