@@ -11,6 +11,7 @@ sweeps at any n.
 from __future__ import annotations
 
 import math
+import sys
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from . import dtypes
 from .autodiff import backward_graph
-from .compile import BACKEND, HOT_CALLS, CompiledFunction, _as_node, _kind
+from .compile import HOT_CALLS, CompiledFunction, _as_node, _kind
 from .forward import _zeros, jvp_graph
 from .graph import Node, toposort
 from .ops import source as _src
@@ -28,6 +29,10 @@ from .tensor import Tensor
 MAX_BATCH = 16
 #: ... and at most this many derivative-graph nodes per kernel
 MAX_BATCH_NODES = 4000
+
+
+def _backend() -> str:
+    return sys.modules["symgrad.compile"].BACKEND
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -71,7 +76,7 @@ class Program:
     def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         arrays = list(arrays) + self.consts
         self.calls += 1
-        jit = self._numba() if self.calls >= HOT_CALLS and BACKEND == "numba" else None
+        jit = self._numba() if self.calls >= HOT_CALLS and _backend() == "numba" else None
         with np.errstate(all="ignore"):
             raw = jit(*[arrays[q.index] for q in self.kernel.params]) if jit is not None else self.fn(arrays)
         return [np.broadcast_to(np.asarray(r, dtype=dt), shape) for r, (dt, shape) in zip(raw, self.specs)]
@@ -138,7 +143,7 @@ class JacobianSweeps:
             rows = seeds[start:start + batch]
             if rows.shape[0] < batch:
                 rows = np.concatenate([rows, np.zeros((batch - rows.shape[0], seeds.shape[1]))])
-            seed_arrays = [np.ascontiguousarray(row[cuts[i]:cuts[i + 1]].reshape(s.shape), dtype=s.dtype.np)
+            seed_arrays = [np.array(row[cuts[i]:cuts[i + 1]].reshape(s.shape), dtype=s.dtype.np, order="C")
                            for row in rows for i, s in enumerate(seed_nodes)]
             got = prog(list(arrays) + seed_arrays)
             per = len(res_nodes)
