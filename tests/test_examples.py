@@ -40,3 +40,17 @@ def test_walkthrough_prints_formulas():
     assert "x.grad          = 3*x/2 + 3" in out
     assert "after x.sum().backward(), x.grad = 3*x/2 + 4" in out
     assert "const(y2) + x**2" in out
+
+
+def test_trust_constr_example_converges_with_the_sparse_hessian():
+    import importlib.util
+    path = EXAMPLE.parent / "rosenbrock_trust_constr.py"
+    spec = importlib.util.spec_from_file_location("rosenbrock_trust_constr", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        res = mod.main(12)
+    assert res.success, res.message
+    assert abs(res.x - 1).max() < 1e-6
+    assert "34 structural non-zeros" in buf.getvalue()  # tridiagonal: 12 + 2 * 11
