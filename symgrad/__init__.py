@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import autograd, ops, return_types  # noqa: F401
 from . import indexing as _indexing  # noqa: F401  (registers index ops)
+from . import inplace as _inplace  # noqa: F401  (registers index_put)
 from ._format import get_printoptions, printoptions, set_printoptions
 from .compile import CompiledFunction, compile, grad, value_and_grad  # noqa: A004
 from .transforms import hessian, jacobian, jvp, vjp

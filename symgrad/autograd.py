@@ -79,7 +79,11 @@ _LEAF_TENSORS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictiona
 def _grad_fn_class(name: str) -> type:
     cls = _CLASSES.get(name)
     if cls is None:
-        cls = _CLASSES[name] = type(name, (GradFn,), {"__slots__": (), "__module__": "builtins"})
+        # torch's C++ nodes (``torch::autograd::CopySlices``) are classes named by their last part
+        body: dict = {"__slots__": (), "__module__": "builtins"}
+        if "::" in name:
+            body["name"] = lambda self: name
+        cls = _CLASSES[name] = type(name.rsplit("::", 1)[-1], (GradFn,), body)
     return cls
 
 
@@ -231,6 +235,8 @@ def _type_str(n: Node) -> str:
 
 def _short_name(fn_name: str) -> str:
     """How torch's version-counter error names a node: ``ExpBackward0`` -> ``Exp``, ``ClampBackward1`` -> ``Clamp1``."""
+    if "::" in fn_name:  # torch's C++ nodes keep their full name: torch::autograd::CopySlices
+        return fn_name
     return fn_name.replace("Backward0", "").replace("Backward", "")
 
 

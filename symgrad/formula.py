@@ -99,6 +99,28 @@ class Scattered(sp.Function):
         return f"scatter({printer._print(self.args[0])}, {self.args[1].name})"
 
 
+class Updated(sp.Function):
+    """``put(e, spec = v)``: ``e`` with ``v`` written at ``spec`` (``+=``: added), from ``t[spec] = v``,
+    ``index_put`` and ``index_add``; args: base, value, spec symbol, operator symbol."""
+
+    is_real = True
+    opaque = True  # not elementwise: display_simplify keeps SymPy out of it
+
+    @classmethod
+    def eval(cls, *args: Any) -> None:
+        return None
+
+    def _sympystr(self, printer: Any) -> str:
+        base, value, spec, how = self.args
+        return f"put({printer._print(base)}, {spec.name} {how.name} {printer._print(value)})"
+
+    def _latex(self, printer: Any) -> str:
+        base, value, spec, how = self.args
+        arrow = r"\mathrel{+}=" if how.name == "+=" else r"\leftarrow"
+        return (rf"\operatorname{{put}}\left({printer._print(base)},\ \texttt{{{spec.name}}} {arrow} "
+                rf"{printer._print(value)}\right)")
+
+
 # ---------------------------------------------------------------------- the result object
 
 @dataclass
@@ -287,6 +309,14 @@ class _Display:
         elif op.name == "index_add":
             from .indexing import describe
             e = Scattered(ins[0], sp.Symbol(describe(n.attr("index"))))
+        elif op.name == "index_put":
+            from .indexing import describe
+            from .inplace import covers
+            spec, acc = n.attr("index"), n.attr("accumulate", False)
+            if covers(spec, n.shape) and not acc:  # copy_: the value, whatever was there
+                e = ins[1]
+            else:
+                e = Updated(ins[0], ins[1], sp.Symbol(describe(spec)), sp.Symbol("+=" if acc else "="))
         elif op.name == "permute" and n.attr("dims") != tuple(range(n.ndim)):
             e = sp.Function("transpose", real=True)(ins[0])
         elif op.family == "shape":

@@ -6,7 +6,6 @@ from typing import Any
 import numpy as np
 
 from codegen import ir
-from codegen.emit import index_source
 
 from .graph import Node
 from .ops.base import OpDef, apply, register
@@ -167,4 +166,18 @@ def getitem(t: Any, index: Any) -> Any:
 
 
 def describe(spec: tuple) -> str:
-    return f"[{index_source(spec).rstrip(',')}]"
+    """An index spec as Python source for formulas: ``[1:, ::2]``, ``[[0, 2], None, ...]``."""
+    parts = []
+    for e in spec:
+        if e[0] == "i":
+            parts.append(str(e[1]))
+        elif e[0] == "s":
+            start, stop, step = ("" if v is None else str(v) for v in e[1:])
+            parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
+        elif e[0] == "n":
+            parts.append("None")
+        elif e[0] == "e":
+            parts.append("...")
+        else:
+            parts.append(str(np.array(e[1], dtype=np.int64).reshape(e[2]).tolist()))
+    return f"[{', '.join(parts)}]"

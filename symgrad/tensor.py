@@ -329,7 +329,7 @@ class Tensor:
         return tensor_repr(self._data, dtype_name=self.dtype.name,
                            is_default_dtype=self.dtype is dtypes.get_default_dtype(),
                            requires_grad=self.requires_grad and gf is None,
-                           grad_fn_name=None if gf is None else gf.name())
+                           grad_fn_name=None if gf is None else type(gf).__name__)
 
     __str__ = __repr__
 
@@ -851,6 +851,10 @@ class Tensor:
     def _inplace(self, name: str, other: Any = None, **attrs: Any) -> Tensor:
         op = REGISTRY[name]
         args = (self,) if other is None else (self, other)
+        tracing = _trace.active is not None
+        if tracing:  # a functional update: the tracer is rebound to the op's result
+            from .inplace import check_trace_target
+            check_trace_target(self)
         if is_grad_enabled() and self.is_leaf and self.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         if is_grad_enabled() and self._node is not None and self._node in MULTI_VIEWS:
@@ -861,8 +865,8 @@ class Tensor:
                 "You should replace the inplace operation by an out-of-place one.")
         if is_grad_enabled() and self._node is not None and self._node.op.is_view(dict(self._node.attrs)):
             _refuse_inplace_on_view(self._node)
-        if is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args) and \
-                _reads_self(op, len(args), attrs):
+        if not tracing and is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args) \
+                and _reads_self(op, len(args), attrs):
             # the op's own backward reads ``self`` as it was before the write, as torch's saved original self
             args = (_original(self), *args[1:])
         res = _apply(op, *args, _out_dtype=self.dtype, **attrs)
@@ -875,6 +879,11 @@ class Tensor:
         if want.category > self.dtype.category:
             raise RuntimeError(f"result type {_scalar_type_name(want)} can't be cast to the desired output type "
                                f"{_scalar_type_name(self.dtype)}")
+        if tracing:
+            self._node = res._node
+            self._version.v += 1
+            self._version.recorded += 1
+            return self
         self._data[...] = res._data
         self._version.v += 1
         self._grad_terms.reset(False)
@@ -934,13 +943,34 @@ class Tensor:
             self._node = None  # a filled tensor no longer depends on anything
         return self
 
-    def copy_(self, src: Any) -> Tensor:
-        if is_grad_enabled() and self.is_leaf and self.requires_grad:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        self._data[...] = _arr(src)
-        self._version.v += 1
-        self._grad_terms.reset(False)
-        return self
+    def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
+        """Copy ``src`` (broadcast, converted to this dtype) into this tensor; gradients flow to ``src``."""
+        from .inplace import copy_
+        return copy_(self, src)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``t[index] = value`` (ints, slices, None, ``...``, integer arrays, boolean masks), recorded as an
+        ``index_put`` node (``CopySlices``) when a gradient is needed."""
+        from .inplace import setitem
+        setitem(self, index, value)
+
+    def index_put(self, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
+        """A copy with ``values`` written (``accumulate``: added) at the integer/boolean tensors ``indices``."""
+        from .inplace import index_put
+        return index_put(self, indices, values, accumulate)
+
+    def index_put_(self, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
+        from .inplace import index_put
+        return index_put(self, indices, values, accumulate, inplace=True)
+
+    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        """A copy with ``alpha * source`` added along ``dim`` at the positions ``index`` (repeats add up)."""
+        from .inplace import index_add
+        return index_add(self, dim, index, source, alpha=alpha)
+
+    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        from .inplace import index_add
+        return index_add(self, dim, index, source, alpha=alpha, inplace=True)
 
 
 # ====================================================================== eager op application

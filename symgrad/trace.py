@@ -14,7 +14,7 @@ from .grad_mode import is_grad_enabled
 from .graph import Node
 from .ops import OpDef, apply
 from .ops import source as _src
-from .tensor import Tensor, _const_node, _is_number, _py
+from .tensor import VIEW_WRITES, Tensor, _const_node, _input_node, _is_number, _py
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 
@@ -109,6 +109,8 @@ class TraceContext:
         nodes = []
         for x in inputs:
             if isinstance(x, Tracer):
+                if x._node in VIEW_WRITES and VIEW_WRITES[x._node] != x._version.recorded:
+                    _input_node(x)  # torch's view after an in-place write: the eager error
                 nodes.append(x._node)
             elif isinstance(x, Tensor):
                 nodes.append(_const_node(x))
@@ -132,7 +134,12 @@ class TraceContext:
         diff = op.diff_args
         grad_inputs = [x for i, x in enumerate(inputs) if diff is None or i in diff]
         _record_node(node, grad_inputs, node.dtype.is_floating_point)
-        return Tracer.wrap(node)
+        out = Tracer.wrap(node)
+        if inputs and isinstance(inputs[0], Tracer) and op.is_view(attrs):
+            # a view shares its base's version counter: an in-place write to either makes the other stale
+            out._version = inputs[0]._version
+            VIEW_WRITES[node] = out._version.recorded
+        return out
 
 
 def leaf(shape: tuple[int, ...], dtype: dtypes.DType, name: str, requires_grad: bool) -> Tracer:

@@ -212,6 +212,36 @@ def _softmax_cases(op: str) -> list[Case]:
         Case(op, lambda lib, x: getattr(x, op)(-1, dtype=lib.float64), [((2, 3),)], (_any,), "dtype")]
 
 
+def _written(index: Any) -> Callable:
+    """``y = x * 1; y[index] = v`` (``v``: a tensor input, or the Python number 2.5)."""
+    def fn(lib: Any, x: Any, v: Any = 2.5) -> Any:
+        y = x * 1
+        y[index(lib, x) if callable(index) else index] = v
+        return y
+    return fn
+
+
+def _update_cases() -> list[Case]:
+    """``index_put``: __setitem__ (basic, integer-array and mask indices), copy_, index_put, index_add."""
+    return [
+        Case("index_put", _written(slice(1, None)), [((4, 3), (3,)), ((4, 3), (3, 3))], (_any, _any), "x[1:] = v"),
+        Case("index_put", _written((Ellipsis, slice(None, None, 2))), [((2, 5),)], (_any,), "x[..., ::2] = 2.5"),
+        Case("index_put", _written((None, -1)), [((3, 2), (1, 1, 2))], (_any, _any), "x[None, -1] = v"),
+        Case("index_put", _written([2, 0]), [((4, 3), (2, 3)), ((4, 3), ())], (_any, _any), "x[[2, 0]] = v"),
+        Case("index_put", _written(lambda lib, x: x.detach() > 0), [((3, 4),)], (_away0,), "x[x > 0] = 2.5"),
+        Case("index_put", _written(slice(None)), [((3, 2), (2,))], (_any, _any), "x[:] = v"),
+        Case("index_put", lambda lib, x, v: (x * 1).copy_(v), [((3, 4), (4,)), ((2,), ())], (_any, _any), "copy_"),
+        Case("index_put", lambda lib, x, v: (x * 1).copy_(v.to(_other_float(lib, v))), [((2, 3), (2, 3))],
+             (_any, _any), "copy_ other dtype", fd_h=1.0),
+        Case("index_put", lambda lib, x, v: x.index_put((lib.tensor([1, 1, 3]),), v, accumulate=True),
+             [((4, 3), (3, 3)), ((4, 3), (3,))], (_any, _any), "index_put accumulate repeats"),
+        Case("index_put", lambda lib, x, v: x.index_put((lib.tensor([0, 2]), lib.tensor([1, 0])), v),
+             [((3, 2), (2,))], (_any, _any), "index_put pairs"),
+        Case("index_put", lambda lib, x, v: x.index_add(1, lib.tensor([2, 0, 2]), v, alpha=2), [((2, 3), (2, 3))],
+             (_any, _any), "index_add"),
+    ]
+
+
 CASES: list[Case] = [
     # ------------------------------------------------------------------ binary arithmetic
     _bin("add", lambda lib, x, y: x + y, "tt"),
@@ -420,6 +450,8 @@ CASES: list[Case] = [
          internal=True, extra={"torch": lambda a: torch.exp(-a ** 2) / (1 + a ** 2)}),
     Case("fused", _fused_sg(A[0] * A[1] - A[2] / 3), [((2, 3), (3,), ())], (_any, _any, _any), "a*b-c/3",
          internal=True, extra={"torch": lambda a, b, c: a * b - c / 3}),
+    # ------------------------------------------------------------------ in-place writes as functional updates
+    *_update_cases(),
 ]
 
 # ---------------------------------------------------------------------------- custom ops and rules
