@@ -15,6 +15,7 @@ from .ir import (
     MatMul,
     Reduce,
     Reshape,
+    Size,
     Transpose,
 )
 from .names import comment
@@ -79,6 +80,9 @@ def emit_numpy(kernel: Kernel) -> str:
             lines.append(f"    {st.target} = numpy.broadcast_to({st.arg}, {st.shape!r})")
         elif isinstance(st, Transpose):
             lines.append(f"    {st.target} = numpy.transpose({st.arg}, {st.axes!r})")
+        elif isinstance(st, Size):
+            count = " * ".join(f"{st.arg}.shape[{d}]" for d in st.axes) or "1"
+            lines.append(f"    {st.target} = numpy.asarray({count}, dtype=numpy.{st.dtype})")
         elif isinstance(st, MatMul):
             lines.append(f"    {st.target} = numpy.matmul({st.a}, {st.b})")
         elif isinstance(st, Index):

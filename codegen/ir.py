@@ -173,3 +173,20 @@ class Concat:
 
 
 Stmt = Stmt | ArgReduce | CumSum | Concat
+
+
+@dataclass(frozen=True)
+class Size:
+    """``target = prod(arg.shape[d] for d in axes)`` as a 0-d value of ``dtype``: a count read from the
+    arrays at run time (``mean``'s ``1/n``), so kernel text does not depend on sizes. Reads only the
+    shape of ``arg``, never its elements."""
+
+    target: str
+    arg: str
+    axes: tuple[int, ...]
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
+Stmt = Stmt | Size

@@ -70,10 +70,17 @@ Per-element math prints to numpy's scalar functions (``numpy.exp``, ``numpy.log1
 ``Piecewise`` to ``(a if c else b)``, relations to ``(a > b)``, small integer powers to ``x**2``
 (multiplications in x's type), negative ones to ``1.0/x**2`` (numba's integer power raises at 0).
 
+An extent no param determines (a dim that only ``Broadcast`` or a scatter target adds) reads the
+first param dim of the same size, and the split side of a ``Reshape`` is the merged extent divided
+by the rest: callers run a source only on arrays of the sizes it was emitted for (they key kernels
+by exact shapes), where these are equal, and the text stays the same for every size. A ``Size``
+statement (a count, ``mean``'s ``1/n``) is a 0-d value computed from extents before the loops.
+
 Limits
 ------
-An extent only a literal determines (a dim that ``Broadcast`` or a scatter target adds, the split
-side of a ``Reshape``) specialises the source to that size. A row read by a sibling inner loop is
+An extent no param matches stays a literal. Integer indices are normalised by the IR (``x[-1]``
+reads ``v0[9]``), and the serial / ``prange`` choice depends on the sizes, so those specialise
+the source. A row read by a sibling inner loop is
 still stored in a full array. Transcendental functions are libm calls (no SVML here).
 """
 from __future__ import annotations

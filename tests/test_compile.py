@@ -6,6 +6,7 @@ import pytest
 import scipy.optimize as so
 
 import symgrad as sg
+from codegen.cache import jit_stats
 from symgrad.compile import STATS
 
 
@@ -193,3 +194,45 @@ def test_unused_argument_in_hot_kernel():
     np.testing.assert_array_equal(gy, np.zeros((3, 4)))
     f = sg.value_and_grad(lambda a, b: a * 2.0, argnums=(0, 1))
     assert [f(1.5, 3.0) for _ in range(3)][-1] == (3.0, (2.0, 0.0))
+
+
+#: (function on symgrad or torch, argument shapes as functions of n): slices, broadcasting, reductions with
+#: dim and keepdim, reshape, mean (whose gradient's 1/n must come from the arrays, not the kernel text)
+SIZE_GENERIC = [
+    (lambda lib, x: (3 * (x + 2) ** 2).mean(), [lambda n: (n,)]),
+    (lambda lib, x: (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum(), [lambda n: (n,)]),
+    (lambda lib, x, y: ((x[:, None] - y[None, :]) ** 2).mean(), [lambda n: (n,), lambda n: (n + 2,)]),
+    (lambda lib, x, y: (lib.sin(x) * y).sum(), [lambda n: (n, 3), lambda n: (1, 3)]),
+    (lambda lib, x: ((x - x.mean(1, keepdim=True)) ** 2).mean(), [lambda n: (n, 4)]),
+    (lambda lib, x: lib.exp(x.mean(0)).sum(), [lambda n: (n, 4)]),
+    (lambda lib, x: (x.sum(1) ** 2).mean(), [lambda n: (4, n)]),
+    (lambda lib, x: (x.reshape(-1, 2).sum(1) ** 2).sum(), [lambda n: (2 * n,)]),
+    (lambda lib, x: (x[1::3] ** 2).sum(), [lambda n: (n,)]),
+]
+
+
+@pytest.mark.parametrize("k", range(len(SIZE_GENERIC)))
+def test_new_sizes_reuse_one_numba_compilation(k):
+    """Traced per exact shape, but one kernel text, hence one numba compilation, across sizes."""
+    torch = pytest.importorskip("torch")
+    f, shapes = SIZE_GENERIC[k]
+    argnums = tuple(range(len(shapes)))
+    vg = sg.value_and_grad(lambda *a: f(sg, *a), argnums=argnums)
+    sizes = [5, 8, 13, 21]
+    for n in sizes:
+        rng = np.random.default_rng(n)
+        arrays = [rng.uniform(0.2, 1.5, s(n)) for s in shapes]
+        ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+        out = f(torch, *ts)
+        out.backward()
+        for _ in range(2):      # the numpy kernel, then the numba kernel
+            v, grads = vg(*arrays)
+            np.testing.assert_allclose(v, out.item(), rtol=1e-10)
+            for g, t in zip(grads, ts):
+                np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-13)
+    entries = list(vg._entries.values())
+    assert len(entries) == len(sizes)                    # one trace per exact shape...
+    jits = {id(e.jit) for e in entries}
+    assert len(jits) == 1 and entries[0].jit is not None  # ...one kernel text and numba dispatcher
+    stats = jit_stats(entries[0].jit)
+    assert stats["signatures"] == 1 and stats["compiles"] + stats["loads"] <= 1, stats

@@ -140,6 +140,15 @@ def _sum_to(shape: tuple) -> Callable:
     return fn
 
 
+def _numel(dims: tuple) -> Callable:
+    """The element count over ``dims`` (``mean``'s divisor, read from the shape at run time)."""
+    def fn(lib: Any, x: Any) -> Any:
+        if lib is torch:
+            return torch.tensor(math.prod(x.shape[d] for d in dims), dtype=x.dtype)
+        return sys.modules["symgrad.tensor"]._apply(REGISTRY["numel"], x, dims=dims)  # seen by _untracked_node
+    return fn
+
+
 def _index_add(index: Any, shape: tuple, advanced: bool) -> Callable:
     """The adjoint of ``x[index]`` on a tensor of ``shape``, applied to ``g``."""
     def fn(lib: Any, g: Any) -> Any:
@@ -414,6 +423,8 @@ CASES: list[Case] = [
     _bin("minimum", lambda lib, x, y: lib.minimum(x, y), "tt"),
     Case("stop_gradient", lambda lib, x: _apply(REGISTRY["stop_gradient"], x), UN_SHAPES, (_any,), "internal",
          internal=True, stops_gradient=True, extra={"torch": lambda a: a.detach() + 0 * a}),
+    Case("numel", _numel((0, 2)), [((2, 3, 4),)], (_any,), "dims (0, 2)", internal=True, grad=False),
+    Case("numel", _numel(()), [((),)], (_any,), "0-d", internal=True, grad=False),
     # ------------------------------------------------------------------ comparisons: bool results, no gradient
     *[Case(name, fn, BIN_SHAPES, (_few, _few), label, grad=False) for name, fn, label in [
         ("gt", lambda lib, x, y: x > y, ">"), ("ge", lambda lib, x, y: x >= y, ">="),

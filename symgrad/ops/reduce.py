@@ -44,15 +44,28 @@ def _sum_vjp(node: Node, g: Node) -> tuple:
 
 
 def _mean_vjp(node: Node, g: Node) -> tuple:
-    a = node.inputs[0]
-    n = math.prod(a.shape[d] for d in node.attr("dims"))
-    scaled = apply("fused", g, expr=apply_scale_expr(n), dtype=g.dtype)
+    # the count is a node reading the input's shape at run time, not a literal: one kernel text for all sizes
+    n = apply(numel, node.inputs[0], dims=node.attr("dims"))
+    scaled = apply("fused", g, n, expr=A[0] / A[1], dtype=g.dtype)
     return (_unreduce(scaled, node),)
 
 
-def apply_scale_expr(n: int) -> Any:
-    # the mean of nothing is NaN (its gradient is empty, but SymPy must not see 1/0)
-    return A[0] / n if n else A[0] * sp.nan
+def _numel_count(shape: Shape, dims: tuple[int, ...]) -> int:
+    return math.prod(shape[d] for d in dims)
+
+
+def _numel_lower(node: Node, target: str, args: list[str]) -> list:
+    return [ir.Size(target, args[0], node.attr("dims"), (), node.dtype.np.name)]
+
+
+#: the number of elements over ``dims`` of its input, as a 0-d value of the input's (float) dtype; it
+#: reads only the input's shape (``autodiff`` does not count it as a saved value, as torch's mean saves none)
+numel = register(OpDef("numel", "reduce", None,
+                       lambda a, dims: np.asarray(_numel_count(a.shape, dims), dtype=a.dtype),
+                       lambda op, a, dims: ((), a.dtype), vjp=lambda node, g: (None,), lower=_numel_lower,
+                       diff_args=(), display=lambda node, ins: sp.Integer(_numel_count(node.inputs[0].shape,
+                                                                                       node.attr("dims"))),
+                       doc="the element count over `dims` of the input (mean's 1/n), read from its shape"))
 
 
 def _reduce_lower(kind: str):
