@@ -79,7 +79,11 @@ class Program:
         jit = self._numba() if self.calls >= HOT_CALLS and _backend() == "numba" else None
         with np.errstate(all="ignore"):
             raw = jit(*[arrays[q.index] for q in self.kernel.params]) if jit is not None else self.fn(arrays)
-        return [np.broadcast_to(np.asarray(r, dtype=dt), shape) for r, (dt, shape) in zip(raw, self.specs)]
+        out = []
+        for r, (dt, shape) in zip(raw, self.specs):
+            r = np.asarray(r, dtype=dt)
+            out.append(r if r.shape == shape else np.broadcast_to(r, shape))
+        return out
 
 
 def _seed_leaf(like: Node, grad: bool = False) -> Node:
@@ -101,6 +105,7 @@ class JacobianSweeps:
         self._programs: dict[int, Program] = {}
         self._pattern: Any = None
         self._colors: np.ndarray | None = None
+        self._cached: dict[str, Any] = {}
         self._graph_size = max(1, len(toposort(self.outs)))
 
     def _sweep(self) -> tuple[list[Node], list[Node]]:
@@ -127,35 +132,53 @@ class JacobianSweeps:
     def batch_for(self, k: int) -> int:
         return max(1, min(k, MAX_BATCH, MAX_BATCH_NODES // self._graph_size))
 
-    def products(self, arrays: Sequence[np.ndarray], seeds: np.ndarray) -> np.ndarray:
-        """Each row of ``seeds`` (k × m cotangents, or k × n tangents) through one sweep."""
+    def chunks(self, seeds: np.ndarray) -> list[tuple[int, list[np.ndarray]]]:
+        """The seed rows (k × m cotangents, or k × n tangents) as kernel arguments, ``batch`` rows
+        per call (the last call padded with zero seeds): [(rows in this call, arrays)]."""
         k = seeds.shape[0]
-        seed_nodes, res_nodes = (self.outs, self.wrt) if self.reverse else (self.wrt, self.outs)
-        width = sum(_size(r.shape) for r in res_nodes)
-        dtype = np.result_type(*[r.dtype.np for r in res_nodes])
-        out = np.empty((k, width), dtype=dtype)
-        if k == 0:
-            return out
+        seed_nodes = self.outs if self.reverse else self.wrt
         batch = self.batch_for(k)
-        prog = self._program(batch)
         cuts = np.cumsum([0] + [_size(s.shape) for s in seed_nodes])
+        out = []
         for start in range(0, k, batch):
             rows = seeds[start:start + batch]
-            if rows.shape[0] < batch:
-                rows = np.concatenate([rows, np.zeros((batch - rows.shape[0], seeds.shape[1]))])
-            seed_arrays = [np.array(row[cuts[i]:cuts[i + 1]].reshape(s.shape), dtype=s.dtype.np, order="C")
-                           for row in rows for i, s in enumerate(seed_nodes)]
-            got = prog(list(arrays) + seed_arrays)
-            per = len(res_nodes)
-            for b in range(min(batch, k - start)):
-                out[start + b] = np.concatenate([np.ravel(g) for g in got[b * per:(b + 1) * per]]) if per else []
+            used = rows.shape[0]
+            if used < batch:
+                rows = np.concatenate([rows, np.zeros((batch - used, seeds.shape[1]))])
+            out.append((used, [np.array(row[cuts[i]:cuts[i + 1]].reshape(s.shape), dtype=s.dtype.np, order="C")
+                               for row in rows for i, s in enumerate(seed_nodes)]))
+        return out
+
+    def products(self, arrays: Sequence[np.ndarray], chunks: list[tuple[int, list[np.ndarray]]]) -> np.ndarray:
+        """Each seed row through one sweep: a (k × n) array of rows of J (reverse), or (k × m) of
+        columns (forward)."""
+        res_nodes = self.wrt if self.reverse else self.outs
+        width = sum(_size(r.shape) for r in res_nodes)
+        k = sum(used for used, _ in chunks)
+        out = np.empty((k, width), dtype=np.result_type(*[r.dtype.np for r in res_nodes]))
+        if k == 0:
+            return out
+        batch = len(chunks[0][1]) // max(1, len(self.outs if self.reverse else self.wrt))
+        prog = self._program(batch)
+        arrays = list(arrays)
+        per = len(res_nodes)
+        row = 0
+        for used, seed_arrays in chunks:
+            got = prog(arrays + seed_arrays)
+            for b in range(used):
+                if per == 1:
+                    out[row] = got[b].reshape(-1)
+                else:
+                    out[row] = np.concatenate([np.ravel(g) for g in got[b * per:(b + 1) * per]])
+                row += 1
         return out
 
     def dense(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
         """The full m × n Jacobian."""
-        if self.reverse:
-            return self.products(arrays, np.eye(self.m))
-        return np.ascontiguousarray(self.products(arrays, np.eye(self.n)).T)
+        if "dense" not in self._cached:
+            self._cached["dense"] = self.chunks(np.eye(self.m if self.reverse else self.n))
+        y = self.products(arrays, self._cached["dense"])
+        return y if self.reverse else np.ascontiguousarray(y.T)
 
     def pattern(self) -> Any:
         """The structural pattern (m × n, 0/1 ``scipy.sparse.csr_matrix``)."""
@@ -175,14 +198,18 @@ class JacobianSweeps:
         """The Jacobian's values in its structural pattern, from one sweep per colour."""
         import scipy.sparse as sps
         p = self.pattern()
-        colors = self.colors()
-        n_colors = int(colors.max()) + 1 if len(colors) else 0
-        seeds = np.zeros((n_colors, len(colors)))
-        seeds[colors, np.arange(len(colors))] = 1.0
-        y = self.products(arrays, seeds)
-        rows = np.repeat(np.arange(p.shape[0]), np.diff(p.indptr))
-        data = y[colors[rows], p.indices] if self.reverse else y[colors[p.indices], rows]
-        return sps.csr_matrix((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
+        if "sparse" not in self._cached:
+            colors = self.colors()
+            n_colors = int(colors.max()) + 1 if len(colors) else 0
+            seeds = np.zeros((n_colors, len(colors)))
+            seeds[colors, np.arange(len(colors))] = 1.0
+            rows = np.repeat(np.arange(p.shape[0]), np.diff(p.indptr))
+            # where each stored value sits in the (colours × width) array of compressed sweeps
+            take = (colors[rows] * self.n + p.indices if self.reverse else colors[p.indices] * self.m + rows)
+            self._cached["sparse"] = (self.chunks(seeds), take)
+        chunks, take = self._cached["sparse"]
+        y = self.products(arrays, chunks)
+        return sps.csr_matrix((y.reshape(-1).take(take), p.indices.copy(), p.indptr.copy()), shape=p.shape)
 
 
 class _Signature:
