@@ -38,6 +38,7 @@ class _Entry:
     calls: int = 0
     jit: Callable | None = None   # numba kernel: jit(*arrays), once the signature is hot
     jit_source: str = ""
+    jit_out: Any = None      # the numba kernel writing gradients into the caller's arrays (``out=``); False: none
 
 
 HOT_CALLS = 2
@@ -175,7 +176,9 @@ class CompiledFunction:
         return e, kinds
 
     # ------------------------------------------------------------------ calling
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, out: Any = None) -> Any:
+        if out is not None:
+            return self._call_out(args, out)
         if self._fast_n == len(args):
             for a in args:
                 if type(a) is not float:
@@ -219,6 +222,70 @@ class CompiledFunction:
         grads = tuple(outs[1:])
         g = grads[0] if self._single else grads
         return g if self.mode == "grad" else (outs[0], g)
+
+    def _call_out(self, args: Sequence[Any], out: Any) -> Any:
+        """``grad`` / ``value_and_grad`` writing the gradients into ``out`` (one array, or one per argnums
+        entry) and returning them; the hot numba kernel writes into them directly."""
+        if self.mode == "fn":
+            raise TypeError("out= takes gradient arrays: use it with sg.grad or sg.value_and_grad")
+        from .trace import Tracer
+        if any(isinstance(a, Tracer) for a in args):
+            raise TypeError("out= cannot be used while tracing")
+        bufs = (out,) if self._single else out
+        if not isinstance(bufs, (tuple, list)) or len(bufs) != len(self.argnums):
+            raise TypeError(f"out= must be a tuple of {len(self.argnums)} arrays, one per entry of argnums="
+                            f"{self.argnums}")
+        e, kinds = self._entry(args)
+        arrays = [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
+                  for a, k in zip(args, kinds)] + e.consts
+        for k, (buf, i) in enumerate(zip(bufs, self.argnums)):
+            dt, shape = e.out_specs[k + 1]
+            what = "out" if self._single else f"out[{k}]"
+            if not isinstance(buf, np.ndarray):
+                raise TypeError(f"{what} must be a numpy array, not {type(buf).__name__}")
+            if buf.shape != shape:
+                raise ValueError(f"{what} has shape {buf.shape}, but the gradient with respect to argument {i} "
+                                 f"has shape {shape}")
+            if buf.dtype != dt.np:
+                raise ValueError(f"{what} has dtype {buf.dtype}, but the gradient with respect to argument {i} "
+                                 f"has dtype {dt.np}")
+            if not (buf.flags.c_contiguous and buf.flags.writeable):
+                raise ValueError(f"{what} must be a writeable, C-contiguous array")
+            if any(np.may_share_memory(buf, a) for a in arrays) or any(
+                    np.may_share_memory(buf, b) for b in bufs[:k]):
+                raise ValueError(f"{what} overlaps an argument or another output array")
+        e.calls += 1
+        jit = self._jit_out(e) if e.calls >= HOT_CALLS and BACKEND == "numba" else None
+        with np.errstate(all="ignore"):
+            if jit is not None:
+                raw = jit(*[arrays[q.index] for q in e.kernel.params], *bufs)
+            else:
+                raw = e.fn(arrays)
+        for buf, r in zip(bufs, raw[1:]):
+            if r is not buf:
+                buf[...] = r
+        g = bufs[0] if self._single else tuple(bufs)
+        if self.mode == "grad":
+            return g
+        dt = e.out_specs[0][0]
+        if all(k[0] == "py" for k in kinds):
+            value: Any = float(raw[0])
+        elif any(k[0] == "sg" for k in kinds):
+            value = Tensor(np.array(raw[0], dtype=dt.np))
+        else:
+            value = np.asarray(raw[0], dtype=dt.np)[()]
+        return value, g
+
+    def _jit_out(self, e: _Entry) -> Callable | None:
+        """The entry's numba kernel with the gradients' arrays as extra arguments (made once)."""
+        if e.jit_out is None:
+            e.jit_out = False
+            if self._jit(e) is not None:
+                from codegen import load_kernel
+                from codegen.out_form import with_out_params
+                src = with_out_params(e.jit_source, e.kernel.name, range(1, len(e.out_specs)))
+                e.jit_out, _ = load_kernel(src, e.kernel.name, prefix="numba")
+        return e.jit_out or None
 
     def _make_fast(self, jit: Any) -> Callable:
         """A direct caller for all-float arguments: the numba kernel already returns Python floats.

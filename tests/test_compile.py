@@ -236,3 +236,90 @@ def test_new_sizes_reuse_one_numba_compilation(k):
     assert len(jits) == 1 and entries[0].jit is not None  # ...one kernel text and numba dispatcher
     stats = jit_stats(entries[0].jit)
     assert stats["signatures"] == 1 and stats["compiles"] + stats["loads"] <= 1, stats
+
+
+# ---------------------------------------------------------------------------- out=
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_out_form_writes_into_the_callers_arrays(dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal(40).astype(dtype), rng.standard_normal((3, 40)).astype(dtype)
+    xt, yt = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    ref = (torch.sin(xt) * torch.exp(-yt ** 2) + torch.log1p(xt ** 2) * torch.tanh(yt)).sum()
+    ref.backward()
+    rtol = 1e-10 if dtype == "float64" else 1e-5
+    vg = sg.value_and_grad(w2, argnums=(0, 1))
+    gx, gy = np.full_like(x, np.nan), np.full_like(y, np.nan)
+    for _ in range(3):      # the numpy kernel, then the numba kernel with out params
+        v, grads = vg(x, y, out=(gx, gy))
+        assert grads[0] is gx and grads[1] is gy
+        np.testing.assert_allclose(v, ref.item(), rtol=rtol)
+        np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(gy, yt.grad.numpy(), rtol=rtol, atol=rtol)
+        gx[:], gy[:] = np.nan, np.nan
+    e = next(iter(vg._entries.values()))
+    assert e.jit_out, "the hot out= call runs a numba kernel"
+    g = np.empty(40, dtype)
+    assert sg.grad(w2)(x, y, out=g) is g
+    np.testing.assert_allclose(g, xt.grad.numpy(), rtol=rtol, atol=rtol)
+
+
+def test_out_form_kernel_has_no_gradient_temporaries():
+    vg = sg.value_and_grad(lambda x: (3 * (x + 2) ** 2).mean())
+    x = np.linspace(0.0, 1.0, 1000)
+    g = np.empty_like(x)
+    for _ in range(3):
+        vg(x, out=g)
+    e = next(iter(vg._entries.values()))
+    src = e.jit_out.py_func.__code__.co_filename
+    text = open(src).read()
+    assert "numpy.empty" not in text and "= out1  # the caller's array" in text
+    np.testing.assert_allclose(g, 6 * (x + 2) / x.size, rtol=1e-12)
+
+
+def test_out_form_single_zero_d_and_copy_fallback():
+    # a gradient the kernel does not allocate itself (an argument returned as is) is copied into out
+    f = sg.grad(lambda x, y: (x * y).sum(), argnums=(0, 1))
+    x, y = np.arange(3.0), np.ones(3)
+    gx, gy = np.empty(3), np.empty(3)
+    for _ in range(3):
+        assert f(x, y, out=(gx, gy)) == (gx, gy)
+        np.testing.assert_array_equal(gx, y)
+        np.testing.assert_array_equal(gy, x)
+    g0 = np.empty(())
+    for _ in range(3):
+        assert sg.grad(lambda a: a ** 3)(2.0, out=g0) is g0
+        assert g0[()] == 12.0
+
+
+def test_out_form_validates_its_arrays():
+    vg = sg.value_and_grad(w2, argnums=(0, 1))
+    x, y = np.ones(4), np.ones(4)
+    ok = np.empty(4)
+    with pytest.raises(TypeError, match=r"tuple of 2 arrays"):
+        vg(x, y, out=ok)
+    with pytest.raises(TypeError, match=r"tuple of 2 arrays"):
+        vg(x, y, out=(ok,))
+    with pytest.raises(TypeError, match=r"out\[1\] must be a numpy array, not list"):
+        vg(x, y, out=(ok, [0.0] * 4))
+    with pytest.raises(ValueError, match=r"out\[0\] has shape \(5,\), but the gradient with respect to argument 0 "
+                                         r"has shape \(4,\)"):
+        vg(x, y, out=(np.empty(5), np.empty(4)))
+    with pytest.raises(ValueError, match=r"out\[1\] has dtype float32, but .* has dtype float64"):
+        vg(x, y, out=(np.empty(4), np.empty(4, np.float32)))
+    with pytest.raises(ValueError, match="writeable, C-contiguous"):
+        vg(x, y, out=(np.empty(8)[::2], np.empty(4)))
+    ro = np.empty(4)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable, C-contiguous"):
+        vg(x, y, out=(np.empty(4), ro))
+    with pytest.raises(ValueError, match="overlaps"):
+        vg(x, y, out=(x, np.empty(4)))
+    with pytest.raises(ValueError, match="overlaps"):
+        vg(x, y, out=(ok, ok))
+    with pytest.raises(TypeError, match="sg.grad or sg.value_and_grad"):
+        sg.compile(w2)(x, y, out=ok)
+    with pytest.raises(ValueError, match=r"^out has shape"):
+        sg.grad(w2)(x, y, out=np.empty(3))
