@@ -38,3 +38,11 @@ from .tensor import Size, Tensor
 dtype = DType
 
 __version__ = "0.1.0"
+
+from . import autograd_functional as _autograd_functional  # noqa: E402
+from . import func  # noqa: E402
+
+autograd.functional = _autograd_functional
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__ + ".autograd.functional"] = _autograd_functional

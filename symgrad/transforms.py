@@ -240,9 +240,11 @@ def _convert(arr: np.ndarray, kinds: Sequence[tuple]) -> Any:
 class DerivativeFunction(CompiledFunction):
     """``sg.jacobian`` / ``sg.hessian`` of a function: traced once per signature, compiled sweeps."""
 
-    def __init__(self, fn: Callable, mode: str, argnums: int | Sequence[int] = 0, sparse: bool = False) -> None:
+    def __init__(self, fn: Callable, mode: str, argnums: int | Sequence[int] = 0, sparse: bool = False,
+                 reverse: bool | None = None) -> None:
         super().__init__(fn, mode, argnums)
         self.sparse = sparse
+        self.reverse = reverse
         self._sigs: dict[tuple, _Signature] = {}
 
     def __repr__(self) -> str:
@@ -266,7 +268,8 @@ class DerivativeFunction(CompiledFunction):
         return sig, kinds
 
     def _sweeps(self, sig: _Signature) -> JacobianSweeps:
-        s = sig.sweeps.get(self.mode)
+        key = f"{self.mode}:{self.reverse}"
+        s = sig.sweeps.get(key)
         if s is None:
             wrt = [sig.leaves[i] for i in self.argnums]
             name = f"{self.mode}_{getattr(self.fn, '__name__', 'f')}"
@@ -280,8 +283,8 @@ class DerivativeFunction(CompiledFunction):
                 grads = [g if g is not None else _zeros(w) for g, w in zip(grads, wrt)]
                 s = JacobianSweeps(sig.leaves, grads, wrt, name, reverse=True)
             else:
-                s = JacobianSweeps(sig.leaves, sig.outs, wrt, name)
-            sig.sweeps[self.mode] = s
+                s = JacobianSweeps(sig.leaves, sig.outs, wrt, name, reverse=self.reverse)
+            sig.sweeps[key] = s
         return s
 
     @staticmethod

@@ -121,7 +121,7 @@ def test_forward_and_reverse_sweeps_agree():
     jac = sg.jacobian(_sg_fn(f))
     x = _point(shape)
     fwd = jac(x)
-    sweeps = next(iter(jac._sigs.values())).sweeps["jacobian"]
+    sweeps = next(iter(jac._sigs.values())).sweeps["jacobian:None"]
     assert not sweeps.reverse
     rev = sg.transforms.JacobianSweeps(sweeps.params, sweeps.outs, sweeps.wrt, "rev", reverse=True)
     arrays = [x]
