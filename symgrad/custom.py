@@ -417,6 +417,10 @@ class CustomRule:
         from .grad_mode import is_grad_enabled, no_grad
         from .tensor import Tensor, _apply
         args = tuple(Tensor(np.asarray(a)) if isinstance(a, np.ndarray) else a for a in args)
+        for k, v in kwargs.items():
+            if isinstance(v, (Tensor, np.ndarray)):
+                raise TypeError(f"custom rule {self.name!r}: pass tensor arguments positionally ({k!r} is a "
+                                "keyword): only positional tensors are inputs of the graph")
         tensors = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         tracing = _trace.active is not None
         if not tracing and not (is_grad_enabled() and any(args[i].requires_grad for i in tensors)):

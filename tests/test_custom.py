@@ -454,6 +454,8 @@ def test_custom_rule_refuses_a_nonlinear_jvp_and_bad_outputs():
         pair(x)
     with pytest.raises(TypeError, match="must be hashable"):
         scaled_mul(x, x, [1.0])
+    with pytest.raises(TypeError, match="pass tensor arguments positionally"):
+        scaled_mul(x, x, 1.0, scale=x)
 
 
 # ------------------------------------------------------------------------- custom_rule: compile, formulas, transforms
