@@ -94,7 +94,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, Reduce, Reshape, Size, Transpose
+from .ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, MatMul, Reduce, Reshape, Size, Transpose
 from .names import comment
 from .printer import KernelPrinter
 
@@ -112,6 +112,10 @@ RESERVED = ("numba", "numpy", "_radd", "_types", "_intrinsic")
 #: Chunks a parallel outer loop is cut into (numba's prange deals them out to the threads);
 #: ``numba.get_num_threads()`` would make the function uncacheable (a dynamic global).
 PARALLEL_CHUNKS = 256
+
+#: The most elements of per-chunk partial arrays (sums over a parallel outer loop into an array);
+#: beyond, the pass stays serial.
+MAX_PARTS = 1 << 22
 
 RADD = '''
 from numba.core import types as _types
@@ -400,6 +404,7 @@ class _Loop:
     parallel: bool = False
     unsafe: bool = False           # iterations write shared array elements: never prange
     reductions: list = field(default_factory=list)   # (accumulator, dtype) of full reductions over it
+    array_reductions: list = field(default_factory=list)   # values summed into arrays over this loop's dim
 
 
 @dataclass(eq=False)
@@ -600,6 +605,7 @@ class _Emitter:
     # ------------------------------------------------------------------ analysis of the body
     def build(self) -> None:
         self.todo: list = []
+        self.transposed: dict[str, str] = {}    # IR target of a 2-d Transpose -> its argument
         for name in [self.k.name] + [p.name for p in self.k.params]:
             if not name.isidentifier() or keyword.iskeyword(name) or name in RESERVED:
                 raise ValueError(f"emit_numba: {name!r} cannot name a function or an argument")
@@ -628,6 +634,8 @@ class _Emitter:
                 self.index_add(st)
             elif isinstance(st, Size):
                 self.size(st)
+            elif isinstance(st, MatMul):
+                self.matmul(st)
             else:
                 raise TypeError(f"emit_numba: no emission for {type(st).__name__}")
         # extent classes are final only now: place the statements
@@ -659,6 +667,8 @@ class _Emitter:
 
     def transpose(self, st: Transpose) -> None:
         a = self.lookup(st.arg)
+        if len(a.shape) == 2 and tuple(int(x) % 2 for x in st.axes) == (1, 0):
+            self.transposed[st.target] = st.arg
         axes = tuple(int(x) % max(len(a.shape), 1) for x in st.axes)
         vmap: list = [None] * len(a.shape)
         for j, ax in enumerate(axes):
@@ -721,6 +731,62 @@ class _Emitter:
             self.place(op)
             v.arr_ready = op
         self.todo.append(place)
+
+    def matmul(self, st: MatMul) -> None:
+        """``a @ b`` (1-d and 2-d operands) as a product over the contraction's iteration space and a
+        sum, iterating a transposed operand in its storage order: ``X.T @ r`` runs over X's rows
+        (a sum over the outer loop into an array), so it fuses with a row pass over ``X``."""
+        a, b = self.lookup(st.a), self.lookup(st.b)
+        ra, rb = len(a.shape), len(b.shape)
+        if ra not in (1, 2) or rb not in (1, 2):
+            raise NotImplementedError("emit_numba: batched matmul")
+        dt = st.dtype
+
+        def tmp(kind: type, *args: Any) -> str:
+            name = self.fresh(f"{st.target}_{ {Reshape: 'col', Broadcast: 'bc', Elementwise: 'prod'}[kind]}")
+            stmt = kind(name, *args, note=st.note or f"{st.target} = matmul")
+            {Reshape: self.reshape, Broadcast: self.broadcast, Elementwise: self.elementwise}[kind](stmt)
+            return name
+
+        def as_shape(name: str, shape: tuple, full: tuple) -> str:
+            """``name`` reshaped (size-1 dims added) to ``shape``, then broadcast to ``full``."""
+            v = self.lookup(name)
+            if v.shape != shape:
+                name = tmp(Reshape, name, shape, v.dtype)
+            return name if shape == full else tmp(Broadcast, name, full, v.dtype)
+
+        def prod_sum(x: str, y: str, full: tuple, axes: tuple) -> None:
+            e = sp.Symbol(x, real=True) * sp.Symbol(y, real=True)
+            t = tmp(Elementwise, e, full, dt)
+            self.reduce(Reduce(st.target, "sum", t, axes, False, tuple(st.shape), dt, st.note))
+
+        if ra == 1 and rb == 1:
+            prod_sum(st.a, st.b, a.shape, (0,))
+        elif ra == 2 and rb == 1:
+            p, q = a.shape
+            if st.a in self.transposed:             # a = a0.T, a0 (q, p): run over a0's rows
+                a0 = self.transposed[st.a]
+                bc = as_shape(st.b, (q, 1), (q, p))
+                prod_sum(a0, bc, (q, p), (0,))
+            else:
+                prod_sum(st.a, as_shape(st.b, (q,), (p, q)), (p, q), (1,))
+        elif ra == 1 and rb == 2:
+            q, r = b.shape
+            if st.b in self.transposed:             # b = b0.T, b0 (r, q)
+                prod_sum(self.transposed[st.b], as_shape(st.a, (q,), (r, q)), (r, q), (1,))
+            else:
+                prod_sum(as_shape(st.a, (q, 1), (q, r)), st.b, (q, r), (0,))
+        else:
+            p, q = a.shape
+            r = b.shape[1]
+            if st.a in self.transposed:             # a = a0.T, a0 (q, p): (q, p, r), sum over q
+                x = as_shape(self.transposed[st.a], (q, p, 1), (q, p, r))
+                y = as_shape(st.b, (q, 1, r), (q, p, r))
+                prod_sum(x, y, (q, p, r), (0,))
+            else:                                   # (p, q, r), sum over q
+                x = as_shape(st.a, (p, q, 1), (p, q, r))
+                y = as_shape(st.b, (1, q, r), (p, q, r))
+                prod_sum(x, y, (p, q, r), (1,))
 
     def reduce(self, st: Reduce) -> None:
         if st.kind not in ("sum", "mean"):
@@ -1089,7 +1155,9 @@ class _Emitter:
             root_item = _chain(op)[0]
             if root_item is op or not isinstance(root_item, _Loop):
                 raise AssertionError("an array reduction outside a loop")  # pragma: no cover
-            root_item.unsafe = root_item.unsafe or 0 in red
+            if 0 in red:
+                # summed over the outer loop: per-chunk partial arrays when it runs in parallel
+                root_item.array_reductions.append(v)
             v.arr_ready = root_item
             if st.kind == "mean":
                 done = _Op("complete", st.note or f"{v.name} = mean", (), v,
@@ -1297,8 +1365,16 @@ class _Emitter:
                 return item.unsafe or any(unsafe(x) for x in item.items)
             return item.kind == "scatter" and item.data["gather"]
 
+        def parts_size(item: _Loop) -> int:
+            """Elements of the per-chunk partial arrays of its sums over the outer dim."""
+            total = 0
+            for v in item.array_reductions:
+                total += PARALLEL_CHUNKS * int(np.prod([self.cl.size[self.cl.find(c)] for c in v.cls if c is not None]))
+            return total
+
         for item in self.root:
-            if isinstance(item, _Loop) and work(item) >= self.threshold and not unsafe(item):
+            if (isinstance(item, _Loop) and work(item) >= self.threshold and not unsafe(item)
+                    and parts_size(item) <= MAX_PARTS):
                 item.parallel = True
                 self.parallel = True
 
@@ -1344,7 +1420,10 @@ class _Emitter:
             else:
                 codes = self.codes_for(op.shape)
                 idx = [codes[d] if d is not None and op.shape[d] != 1 else "0" for d in op.data["rmap"]]
-                out.append(f"{pad}{op.data['arr']}[{', '.join(idx)}] += {src}")
+                arr = op.data["arr"]
+                if partials and arr in partials:       # this chunk's row of the partial sums
+                    arr, idx = partials[arr][0], [partials[arr][1], *idx]
+                out.append(f"{pad}{arr}[{', '.join(idx)}] += {src}")
         elif op.kind == "complete":
             cnt = " * ".join(self.ext(c) for c in op.data["count"]) or "1"
             dt = _np_dtype(v.dtype)
@@ -1396,24 +1475,47 @@ class _Emitter:
         n = self.ext(loop.cls)
         what = self.summary(loop)
         if loop.parallel:
-            nch, ch = self.fresh("nchunks"), self.fresh("chunk")
+            # numbered names: numba's parfor lowering mangles trailing underscores into collisions
+            self.n_par = getattr(self, "n_par", -1) + 1
+            k = "" if self.n_par == 0 else str(self.n_par)
+            nch, ch = self.fresh(f"nchunks{k}"), self.fresh(f"chunk{k}")
             reds = loop.reductions
             parts = {acc: self.fresh(f"{acc}_part") for acc, _ in reds}
             out.append(f"{pad}# pass over {n} (parallel): {what}")
             out.append(f"{pad}{nch} = min({n}, {PARALLEL_CHUNKS})")
+            arr_parts = {}
+            for v in loop.array_reductions:
+                name = self.fresh(f"{v.arr}_part")
+                shape = ", ".join([nch] + [self.ext(c) if c is not None else "1" for c in v.cls])
+                out.append(f"{pad}{name} = numpy.zeros(({shape}), {_np_dtype(v.dtype)})  # per-chunk partial sums")
+                arr_parts[v.arr] = (name, ch)
             out.append(f"{pad}for {ch} in numba.prange({nch}):")
             for acc, dt in reds:
                 out.append(f"{pad}    {parts[acc]} = {_np_dtype(dt)}({'0.0' if _is_float(dt) else '0'})")
             # unsigned indices counted from 0 in each chunk: no negative-index wraparound, so LLVM vectorises
-            lo, cnt, j = self.fresh("lo"), self.fresh("cnt"), self.fresh("j")
+            lo, cnt, j = self.fresh(f"lo{k}"), self.fresh(f"cnt{k}"), self.fresh(f"j{k}")
             out.append(f"{pad}    {lo} = numba.uint64({n} * {ch} // {nch})")
             out.append(f"{pad}    {cnt} = numba.uint64({n} * ({ch} + 1) // {nch}) - {lo}")
             out.append(f"{pad}    for {j} in range({cnt}):")
             out.append(f"{pad}        {iv} = {lo} + {j}")
             for x in loop.items:
-                self.render_item(x, out, ind + 2, {**(partials or {}), **parts})
+                self.render_item(x, out, ind + 2, {**(partials or {}), **parts, **arr_parts})
             for acc, _ in reds:
                 out.append(f"{pad}    {acc} += {parts[acc]}")
+            for v in loop.array_reductions:
+                name = arr_parts[v.arr][0]
+                c = self.fresh(f"c{k}")
+                out.append(f"{pad}for {c} in range({nch}):")
+                idx, deep = [], pad + "    "
+                for cls in v.cls:
+                    if cls is None:
+                        idx.append("0")
+                        continue
+                    kk = self.fresh(f"k{k}_{len(idx)}")
+                    out.append(f"{deep}for {kk} in range({self.ext(cls)}):")
+                    idx.append(kk)
+                    deep += "    "
+                out.append(f"{deep}{v.arr}[{', '.join(idx)}] += {name}[{', '.join([c, *idx])}]")
             return
         out.append(f"{pad}# {'pass' if loop.level == 0 else 'loop'} over {n}: {what}")
         out.append(f"{pad}for {iv} in range({n}):")

@@ -221,6 +221,16 @@ class _Stencil:
         self.passes.setdefault(stage, _Pass()).roots.append((st.kind, acc, a.expr, a.d, st.note))
         self.scalar(st.target, sp.Symbol(acc, real=True), stage + 1, st.note)
 
+    def st_size(self, st: object) -> None:
+        """``Size``: a count of the argument's extents (``mean``'s n), read at run time."""
+        a = self.lookup(st.arg)
+        if a.rank == 1 and a.d is None:
+            raise _No("size of an unknown extent")
+        var = self.fresh(st.target)
+        count = f"max({self.ext(a.d)}, 0)" if a.rank == 1 and st.axes else "1"
+        self.pre.append(f"    {var} = numpy.{st.dtype}({count})  # {comment(st.note or 'size', 60)}")
+        self.vals[st.target] = _V(0, sp.Symbol(var, real=True))
+
     def st_reshape(self, st: Reshape) -> None:
         a = self.lookup(st.arg)
         if self.rank_of(tuple(st.shape)) != a.rank:
