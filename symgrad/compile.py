@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import sympy as sp
 
 from . import dtypes
 from .autodiff import backward_graph
-from .graph import Node
-from .ops import A, apply
+from .grad_mode import enable_grad, is_grad_enabled
+from .graph import Node, toposort
+from .ops import A, OpDef, apply, register
 from .ops import source as _src
 from .simplify import simplify_graph
 from .tensor import Tensor, _apply, _is_number
@@ -126,7 +128,8 @@ class CompiledFunction:
         t0 = time.perf_counter()
         diff = set(self.argnums) if self.mode != "fn" else set()
         leaves = [leaf(k[2], dtypes.from_any(k[1]), self._name(i), i in diff) for i, k in enumerate(kinds)]
-        out = trace(self.fn, leaves)
+        with enable_grad():     # the caller's no_grad() is not the traced function's
+            out = trace(self.fn, leaves)
         STATS["traces"] += 1
         out_node = _as_node(out)
         outs = [out_node]
@@ -188,8 +191,8 @@ class CompiledFunction:
         from .trace import Tracer
         if any(isinstance(a, Tracer) for a in args):
             return self._trace_symbolic(args)
-        if self.mode == "fn" and any(isinstance(a, Tensor) and a.requires_grad for a in args):
-            return self._call_recorded(args)
+        if any(isinstance(a, Tensor) and a.requires_grad for a in args) and is_grad_enabled():
+            return self._call_tensors(args)
         e, kinds = self._entry(args)
         arrays = [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
                   for a, k in zip(args, kinds)] + e.consts
@@ -310,23 +313,69 @@ class CompiledFunction:
                 return r[0], r[1:]
         return vg
 
-    def _call_recorded(self, args: Sequence[Any]) -> Tensor:
-        """Tensor arguments that require grad: replay the traced DAG as recorded eager ops, so the
-        result composes with eager code and ``backward()``."""
-        e, _ = self._entry(args)
-        from .graph import toposort
-        env: dict[int, Any] = {lv.id: a if isinstance(a, Tensor) else Tensor(np.asarray(a, dtype=lv.dtype.np))
-                               for lv, a in zip(e.leaves, args)}
-        for n in toposort([e.out], stop=lambda m: m.id in env):
-            if n.id in env:
-                continue
-            if n.op is _src.scalar:
-                env[n.id] = n.attr("value")
-            elif n.op is _src.const:
-                env[n.id] = Tensor(n.value)
-            else:
-                env[n.id] = _apply(n.op, *[env[i.id] for i in n.inputs], **dict(n.attrs))
-        return env[e.out.id]
+    def _call_tensors(self, args: Sequence[Any]) -> Any:
+        """Tensor arguments that require grad: one recorded node (``CompiledFunctionBackward``) whose
+        backward multiplies the upstream gradient by the gradients the compiled ``value_and_grad``
+        kernel computed with the value; its gradients are nodes whose own VJP rebuilds the traced
+        derivative on the inputs (second order, ``create_graph``). A non-scalar result's VJP is the
+        traced derivative rebuilt on the inputs."""
+        kinds = tuple(_kind(a) for a in args)
+        leaves, out_node = self._traced(kinds)
+        if self.mode != "fn" and out_node.shape != ():
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {out_node.shape}")
+        plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
+        rg = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
+        ins = [a if isinstance(a, Tensor) or _is_number(a) else Tensor(np.asarray(a)) for a in args]
+        attrs = {"fn": self, "kinds": kinds}
+        grads: list = []
+        if out_node.shape == ():
+            value, gs = self._value_and_grad(rg)(*plain)
+            grads = [Tensor(np.asarray(g._data)) for g in gs]     # the kernel's gradients, saved as constants
+            value = value._data
+        else:
+            value = CompiledFunction(self.fn, "fn")(*plain)._data
+        out = _apply(_CALL_OP, Tensor(np.asarray(value, dtype=out_node.dtype.np)), *ins, *grads,
+                     nargs=len(args), saved=rg if grads else (), **attrs)
+        if self.mode == "fn":
+            return out
+        by_arg = dict(zip(rg, grads))
+        gts = tuple(_apply(_GRAD_OP, by_arg[i], *ins, which=i, **attrs) if i in by_arg
+                    else self._value_and_grad((i,))(*plain)[1][0] for i in self.argnums)
+        g = gts[0] if self._single else gts
+        return g if self.mode == "grad" else (out, g)
+
+    def _value_and_grad(self, argnums: tuple[int, ...]) -> CompiledFunction:
+        """``value_and_grad`` of the traced function for ``argnums`` (one per tuple, kept)."""
+        vgs = self.__dict__.setdefault("_vgs", {})
+        if argnums not in vgs:
+            vgs[argnums] = CompiledFunction(self.fn, "value_and_grad", argnums)
+        return vgs[argnums]
+
+    def _traced(self, kinds: tuple) -> tuple[list[Node], Node]:
+        """The traced leaves (all requiring grad) and result for these argument kinds (traced once)."""
+        traces = self.__dict__.setdefault("_traces", {})
+        if kinds not in traces:
+            from .trace import leaf, trace
+            lvs = [leaf(k[2], dtypes.from_any(k[1]), self._name(i), True) for i, k in enumerate(kinds)]
+            with enable_grad():
+                out = trace(self.fn, lvs)
+            STATS["traces"] += 1
+            traces[kinds] = ([lv._node for lv in lvs], _as_node(out))
+        return traces[kinds]
+
+    def _rebuilt(self, kinds: tuple, inputs: Sequence[Node], seed: Node, which: int | None) -> list[Node | None]:
+        """The traced derivative rebuilt on ``inputs``: the VJP of the result (``which`` None) or of its
+        gradient with respect to argument ``which``, for the cotangent ``seed``."""
+        leaves, out = self._traced(kinds)
+        root = out
+        if which is not None:
+            root = self._derive(out, [leaves[which]])[0]
+        stand = Node(_src.const, (), (), seed.shape, seed.dtype)
+        grads, _ = backward_graph([root], [stand], leaves)
+        mapping = {lv.id: x for lv, x in zip(leaves, inputs)}
+        mapping[stand.id] = seed
+        return [None if gr is None or not x.requires_grad else _substitute(gr, mapping)
+                for gr, x in zip(grads, inputs)]
 
     # ------------------------------------------------------------------ inspection
     def source(self, *args: Any, backend: str = "numpy") -> str:
@@ -360,6 +409,65 @@ class CompiledFunction:
         (default: this function's), as a boolean ``scipy.sparse`` matrix."""
         from .transforms import hessian
         return hessian(self.fn, self.argnums if argnums is None else argnums).sparsity(*args)
+
+
+def _substitute(root: Node, mapping: dict[int, Node]) -> Node:
+    """``root`` with the nodes of ``mapping`` replaced (a rebuilt copy of what depends on them)."""
+    done: dict[int, Node] = {}
+    for n in toposort([root], stop=lambda m: m.id in mapping):
+        if n.id in mapping:
+            done[n.id] = mapping[n.id]
+            continue
+        ins = tuple(done[i.id] for i in n.inputs)
+        if all(a is b for a, b in zip(ins, n.inputs)):
+            done[n.id] = n
+            continue
+        diff = n.op.diff_args
+        rg = any(x.requires_grad for i, x in enumerate(ins) if diff is None or i in diff)
+        done[n.id] = Node(n.op, ins, n.attrs, n.shape, n.dtype, requires_grad=rg)
+    return done[root.id]
+
+
+def _pass_through_lower(node: Node, target: str, args: list[str]) -> list:
+    from codegen import ir
+    return [ir.Elementwise(target, sp.Symbol(args[0], real=True), node.shape, node.dtype.np.name)]
+
+
+def _call_vjp(node: Node, g: Node) -> tuple:
+    """Input 0 is the value; then the arguments, then (scalar results) the kernel's gradients for the
+    ``saved`` arguments: the upstream gradient times them."""
+    n, saved = node.attr("nargs"), node.attr("saved")
+    args = node.inputs[1:1 + n]
+    if saved:
+        by_arg = dict(zip(saved, node.inputs[1 + n:]))
+        at = {"fn": node.attr("fn"), "kinds": node.attr("kinds")}
+        res = [None if i not in by_arg or not x.requires_grad else
+               apply("fused", g, apply(_GRAD_OP, by_arg[i], *args, which=i, **at), expr=A[0] * A[1], dtype=x.dtype)
+               for i, x in enumerate(args)]
+    else:
+        res = node.attr("fn")._rebuilt(node.attr("kinds"), args, g, None)
+    return (None, *res, *([None] * (len(node.inputs) - 1 - n)))
+
+
+def _grad_vjp(node: Node, g: Node) -> tuple:
+    """A kernel-computed gradient: its VJP is the traced second derivative rebuilt on the arguments."""
+    res = node.attr("fn")._rebuilt(node.attr("kinds"), node.inputs[1:], g, node.attr("which"))
+    return (None, *res)
+
+
+def _value_infer(op: OpDef, *inputs: Node, **attrs: Any) -> tuple:
+    return inputs[0].shape, inputs[0].dtype
+
+
+#: a compiled function applied to tensors: input 0 its value, then its arguments, then the gradients
+#: its value_and_grad kernel computed (scalar results)
+_CALL_OP = register(OpDef("compiled_call", "custom", "CompiledFunctionBackward", lambda *a, **k: a[0], _value_infer,
+                          vjp=_call_vjp, lower=_pass_through_lower, diff_args=tuple(range(1, 256)),
+                          doc="a compiled function applied to tensors (one node; its kernel's gradients)"))
+#: the gradient of a compiled function with respect to argument ``which``, as the kernel computed it
+_GRAD_OP = register(OpDef("compiled_grad", "custom", "CompiledFunctionBackward", lambda *a, **k: a[0], _value_infer,
+                          vjp=_grad_vjp, lower=_pass_through_lower, diff_args=tuple(range(1, 256)),
+                          doc="a compiled function's gradient, as its kernel computed it (second order: symbolic)"))
 
 
 def _as_node(out: Any) -> Node:

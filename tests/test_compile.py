@@ -323,3 +323,98 @@ def test_out_form_validates_its_arrays():
         sg.compile(w2)(x, y, out=ok)
     with pytest.raises(ValueError, match=r"^out has shape"):
         sg.grad(w2)(x, y, out=np.empty(3))
+
+
+# ---------------------------------------------------------------------------- tensor arguments: one node
+
+
+def _w2_torch(torch, x, y):
+    return (torch.sin(x) * torch.exp(-y ** 2) + torch.log1p(x ** 2) * torch.tanh(y)).sum()
+
+
+def _pair(torch, arr, dtype="float64"):
+    a = np.asarray(arr, dtype=dtype)
+    return sg.tensor(a.copy(), requires_grad=True), torch.tensor(a.copy(), requires_grad=True)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_tensor_call_is_one_compiled_node_composing_with_eager_code(dtype):
+    torch = pytest.importorskip("torch")
+    rtol = 1e-10 if dtype == "float64" else 1e-5
+    f = sg.compile(w2)
+    x, xt = _pair(torch, np.linspace(0.1, 1.0, 7), dtype)
+    y, yt = _pair(torch, np.linspace(-1.0, 1.0, 7), dtype)
+    for _ in range(3):         # numpy kernels, then numba
+        out = f(x * 2, y)
+        assert out.grad_fn.name() == "CompiledFunctionBackward"
+        assert [type(fn).__name__ for fn, _ in out.grad_fn.next_functions][:2] == ["MulBackward0", "AccumulateGrad"]
+        ref = _w2_torch(torch, xt * 2, yt)
+        np.testing.assert_allclose(out.item(), ref.item(), rtol=rtol)
+        (out ** 2).backward(retain_graph=True)
+        (out ** 2).backward()      # retain_graph: a second backward accumulates
+        (ref ** 2).backward(retain_graph=True)
+        (ref ** 2).backward()
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(y.grad.numpy(), yt.grad.numpy(), rtol=rtol, atol=rtol)
+    (gx,) = sg.autograd.grad(f(x, y) * 3, x)
+    (gxt,) = torch.autograd.grad(_w2_torch(torch, xt, yt) * 3, xt)
+    np.testing.assert_allclose(gx.numpy(), gxt.numpy(), rtol=rtol, atol=rtol)
+
+
+def test_tensor_call_backward_uses_the_kernels_gradients():
+    f = sg.compile(w2)
+    x = sg.tensor(np.linspace(0.1, 1.0, 5), requires_grad=True)
+    y = sg.tensor(np.ones(5))
+    node = f(x, y).grad_fn._node
+    assert node.attr("saved") == (0,)
+    saved = node.inputs[1 + node.attr("nargs")].value      # computed by the value_and_grad kernel
+    _, g = sg.value_and_grad(w2)(x.detach().numpy(), y.numpy())
+    np.testing.assert_array_equal(saved, g)
+
+
+def test_tensor_call_double_backward_and_grad_of_tensors():
+    torch = pytest.importorskip("torch")
+    f = sg.compile(w2)
+    x, xt = _pair(torch, np.linspace(0.1, 1.0, 6))
+    y, yt = _pair(torch, np.linspace(-1.0, 1.0, 6))
+    (gx,) = sg.autograd.grad(f(x, y) * 3, x, create_graph=True)
+    (gxt,) = torch.autograd.grad(_w2_torch(torch, xt, yt) * 3, xt, create_graph=True)
+    np.testing.assert_allclose(gx.detach().numpy(), gxt.detach().numpy(), rtol=1e-10)
+    h = sg.autograd.grad((gx ** 2).sum(), (x, y))
+    ht = torch.autograd.grad((gxt ** 2).sum(), (xt, yt))
+    for a, b in zip(h, ht):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+    # sg.grad of tensors gives differentiable gradients
+    gy = sg.grad(w2, argnums=1)(x, y)
+    assert gy.grad_fn.name() == "CompiledFunctionBackward"
+    (gyt,) = torch.autograd.grad(_w2_torch(torch, xt, yt), yt, create_graph=True)
+    np.testing.assert_allclose(gy.detach().numpy(), gyt.detach().numpy(), rtol=1e-10)
+    (gy * y).sum().backward()
+    (gyt * yt).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.grad.numpy(), yt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_tensor_call_with_a_non_scalar_result():
+    torch = pytest.importorskip("torch")
+    f = sg.compile(lambda a, b: sg.sin(a) * b[:, None])
+    a, at = _pair(torch, np.linspace(0.0, 1.0, 12).reshape(3, 4))
+    b, bt = _pair(torch, np.array([1.0, -2.0, 0.5]))
+    w = np.arange(12.0).reshape(3, 4)
+    out = f(a, b)
+    assert out.grad_fn.name() == "CompiledFunctionBackward" and out.shape == (3, 4)
+    out.backward(sg.tensor(w))
+    ref = torch.sin(at) * bt[:, None]
+    ref.backward(torch.tensor(w))
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), at.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), bt.grad.numpy(), rtol=1e-12)
+    with sg.no_grad():
+        assert f(a, b).grad_fn is None
+
+
+def test_callers_no_grad_does_not_reach_the_trace():
+    x = np.array([1.0, 2.0])
+    with sg.no_grad():
+        g = sg.grad(lambda a: (a.sin() * a).sum())(x)
+    np.testing.assert_allclose(g, np.sin(x) + x * np.cos(x), rtol=1e-12)

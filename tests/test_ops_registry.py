@@ -149,6 +149,25 @@ def _numel(dims: tuple) -> Callable:
     return fn
 
 
+def _compiled_body(x: Any) -> Any:
+    return (x.sin() * x).sum()
+
+
+_COMPILED = sg.compile(_compiled_body)
+
+
+def _compiled_call(lib: Any, x: Any) -> Any:
+    """A compiled function on a tensor: one ``CompiledFunctionBackward`` node (torch: the same ops)."""
+    return _compiled_body(x) if lib is torch else _COMPILED(x)
+
+
+def _compiled_grad(lib: Any, x: Any) -> Any:
+    """``sg.grad`` of it on a tensor: the kernel's gradient, differentiable again (torch: create_graph)."""
+    if lib is torch:
+        return torch.autograd.grad(_compiled_body(x), x, create_graph=True)[0]
+    return sg.grad(_compiled_body)(x)
+
+
 def _index_add(index: Any, shape: tuple, advanced: bool) -> Callable:
     """The adjoint of ``x[index]`` on a tensor of ``shape``, applied to ``g``."""
     def fn(lib: Any, g: Any) -> Any:
@@ -423,6 +442,8 @@ CASES: list[Case] = [
     _bin("minimum", lambda lib, x, y: lib.minimum(x, y), "tt"),
     Case("stop_gradient", lambda lib, x: _apply(REGISTRY["stop_gradient"], x), UN_SHAPES, (_any,), "internal",
          internal=True, stops_gradient=True, extra={"torch": lambda a: a.detach() + 0 * a}),
+    Case("compiled_call", _compiled_call, [((2, 3),), ((),)], (_any,), "sum(sin(x)*x)", internal=True),
+    Case("compiled_grad", _compiled_grad, [((2, 3),), ((),)], (_any,), "grad sum(sin(x)*x)", internal=True),
     Case("numel", _numel((0, 2)), [((2, 3, 4),)], (_any,), "dims (0, 2)", internal=True, grad=False),
     Case("numel", _numel(()), [((),)], (_any,), "0-d", internal=True, grad=False),
     # ------------------------------------------------------------------ comparisons: bool results, no gradient
