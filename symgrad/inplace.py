@@ -236,9 +236,10 @@ def write(t: Any, spec: tuple, value: Any, *, accumulate: bool = False, fn: str 
     """Write ``value`` into ``t`` at ``spec`` in place, recording an ``index_put`` node when a
     gradient is needed (``t`` requires grad, or the value does); returns ``t``. ``view``: the torch
     name of the view the write goes through (``Select``), for torch's error on multi-view outputs."""
-    from .tensor import MULTI_VIEWS, SAVED_INPUTS, Tensor, _input_node, _py, _refuse_inplace_on_view
+    from .tensor import MULTI_VIEWS, SAVED_INPUTS, Tensor, _input_node, _py
     from .trace import Tracer
     grad = is_grad_enabled()
+    refresh(t)
     if _trace.active is not None and (isinstance(t, Tracer) or isinstance(value, Tracer)):
         return _trace_write(t, spec, value, accumulate, fn, leaf_msg)
     if grad and t.is_leaf and t.requires_grad:
@@ -251,8 +252,8 @@ def write(t: Any, spec: tuple, value: Any, *, accumulate: bool = False, fn: str 
             f"Output {k} of {name} is a view and is being modified inplace. This view is the output of a function "
             "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
             "You should replace the inplace operation by an out-of-place one.")
-    if grad and t._node is not None and t._node.op.is_view(dict(t._node.attrs)):
-        _refuse_inplace_on_view(t._node)
+    if grad:
+        check_view_write(t)
     _check_overlap(t, value, spec)
     varr = value._data if isinstance(value, Tensor) else np.asarray(_py(value))
     needs = grad and t.dtype.is_floating_point and (
@@ -276,6 +277,8 @@ def write(t: Any, spec: tuple, value: Any, *, accumulate: bool = False, fn: str 
         SAVED_INPUTS[node] = saved
         t._node = node
         t._version.recorded += 1
+        if t._view is not None:
+            propagate(t)
     return t
 
 
@@ -290,18 +293,16 @@ def check_trace_target(t: Any, leaf_msg: str = _LEAF_MSG) -> None:
         raise TracingError(
             f"an in-place write of a traced value into a tensor that is not traced (a constant captured by the "
             f"compiled function, at {path}:{line}: `{code}`): write into a traced tensor, e.g. a clone() of it")
-    node = t._node
+    refresh(t)
+    node = (t._view.base if t._view is not None else t)._node
     if is_grad_enabled() and node.op is _src.leaf and node.requires_grad:
-        raise RuntimeError(leaf_msg)
+        raise RuntimeError(leaf_msg if t._view is None else _VIEW_LEAF_MSG)
     if node.op.family == "source":
         path, line, code = _user_frame()
         raise TracingError(
             f"an in-place write into an argument of a compiled function (at {path}:{line}: `{code}`): compiled "
             "functions do not modify their inputs; write into a copy (x = x.clone())")
-    if node.op.is_view(dict(node.attrs)):
-        raise NotImplementedError(
-            "symgrad does not support in-place writes into a view while tracing; write into the viewed tensor "
-            "(x[1:][0] = v as x[1 + 0] = v) or into a clone() of the view")
+    check_view_write(t)
 
 
 def _trace_write(t: Any, spec: tuple, value: Any, accumulate: bool, fn: str, leaf_msg: str) -> Any:
@@ -312,7 +313,144 @@ def _trace_write(t: Any, spec: tuple, value: Any, accumulate: bool, fn: str, lea
     t._node = res._node
     t._version.v += 1
     t._version.recorded += 1
+    if t._view is not None:
+        propagate(t)
     return t
+
+
+# ====================================================================== views: writes reach their base
+
+class ViewOf:
+    """How a view tensor was taken: its ``base`` (never itself a view), the view ops from the base to
+    it (``chain``: (op, attrs) pairs), and the base's count of recorded writes when the view's node
+    was last derived from the base's (``recorded``)."""
+
+    __slots__ = ("base", "chain", "recorded")
+
+    def __init__(self, base: Any, chain: tuple, recorded: int) -> None:
+        self.base, self.chain, self.recorded = base, chain, recorded
+
+
+def note_view(out: Any, src: Any, op: OpDef, attrs: dict) -> None:
+    """Record that ``out`` is ``op(src, **attrs)``, a view sharing ``src``'s storage."""
+    step = ((op, tuple(sorted(attrs.items()))),)
+    if src._view is not None:
+        out._view = ViewOf(src._view.base, src._view.chain + step, out._version.recorded)
+    else:
+        out._view = ViewOf(src, step, out._version.recorded)
+
+
+def _view_step(op: OpDef, attrs: tuple, parent: Node, value: Any, fn: str | None = None) -> Node:
+    at = dict(attrs)
+    if fn is not None and op.name != "expand":
+        at["fn"] = fn
+    node = apply(op, parent, **at)
+    if value is not None:
+        node.value = value
+    return node
+
+
+def _chain_values(data: Any, chain: tuple) -> list:
+    """The base's array and each view of the chain applied to it (numpy views; None while tracing)."""
+    out = [data]
+    for op, attrs in chain:
+        out.append(None if data is None else op.eval(out[-1], **dict(attrs)))
+    return out
+
+
+def refresh(t: Any) -> None:
+    """Bring a view's node up to date after recorded writes to its storage: the view ops applied to
+    the base's current node (torch regenerates such a view, as ``AsStridedBackward0``)."""
+    from .tensor import VIEW_WRITES, _const_node
+    from .trace import Tracer
+    info = t._view
+    if info is None or info.recorded == t._version.recorded:
+        return
+    base = info.base
+    info.recorded = t._version.recorded
+    if base._node is None:
+        return
+    tracing = isinstance(t, Tracer)
+    values = _chain_values(None if tracing else base._data, info.chain)
+    node = base._node if base._node is not None else _const_node(base)
+    for k, (op, attrs) in enumerate(info.chain):
+        last = k == len(info.chain) - 1
+        node = _view_step(op, attrs, node, values[k + 1], "AsStridedBackward0" if last else None)
+        if not tracing:
+            node.storage, node.version = t._version, t._version.v
+    t._node = node
+    VIEW_WRITES[node] = t._version.recorded
+
+
+def check_view_write(t: Any) -> None:
+    """torch's errors for writing into a view: of a leaf that requires grad, of an expanded tensor; and
+    symgrad's for a view it cannot trace back to its base."""
+    from .ops import source as _src
+    from .tensor import _refuse_inplace_on_view
+    info = t._view
+    if info is None:
+        if t._node is not None and t._node.op.is_view(dict(t._node.attrs)):
+            _refuse_inplace_on_view(t._node)
+        return
+    base = info.base
+    if base._node is not None and base._node.op is _src.leaf and base._node.requires_grad:
+        raise RuntimeError(_VIEW_LEAF_MSG)
+    for op, attrs in info.chain:
+        if op.name == "expand" and dict(attrs)["shape"] != ():
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _unview(op: OpDef, attrs: tuple, parent: Node, child: Node) -> Node:
+    """``parent`` with its view ``op(parent, **attrs)`` replaced by ``child``."""
+    at = dict(attrs)
+    if op.name == "index":
+        return apply(index_put_op, parent, child, index=at["index"], accumulate=False, fn=COPY_SLICES)
+    if op.name == "reshape":
+        return apply(op, child, shape=tuple(parent.shape))
+    if op.name == "permute":
+        inv = tuple(int(i) for i in np.argsort(at["dims"]))
+        return apply(op, child, dims=inv)
+    if op.name == "expand":  # only a no-op expand gets here (check_view_write)
+        return apply(REGISTRY["reshape"], child, shape=tuple(parent.shape))
+    raise NotImplementedError(f"symgrad cannot write through a view made by {op.name}")
+
+
+def propagate(t: Any) -> None:
+    """After ``t`` (a view) got a new node by an in-place write, rewrite its base's history as torch's
+    ``CopySlices``: the base with the view's region replaced by the view's new value; then derive the
+    view's node from the base's again."""
+    from .tensor import VIEW_WRITES, _const_node
+    from .tensor import Tensor as _Tensor
+    from .trace import Tracer
+    info = t._view
+    base, chain = info.base, info.chain
+    tracing = isinstance(t, Tracer)
+    if base._node is not None:
+        root = base._node
+    else:  # a base without history: a constant of its values (outside the written region, unchanged)
+        root = _const_node(_Tensor(base._data.copy()))
+    values = _chain_values(None if tracing else base._data, chain)
+    parents = [root]
+    for op, attrs in chain[:-1]:
+        parents.append(apply(op, parents[-1], **dict(attrs)))
+    cur = t._node
+    for k in range(len(chain) - 1, -1, -1):
+        op, attrs = chain[k]
+        cur = _unview(op, attrs, parents[k], cur)
+        if values[k] is not None:
+            cur.value = values[k]
+    if cur.op is not index_put_op or cur.inputs[0] is not root:
+        cur = apply(index_put_op, root, cur, index=WHOLE, accumulate=False, fn=COPY_SLICES)
+        cur.value = values[0]
+    if not tracing:
+        cur.storage, cur.version = base._version, base._version.v
+        base._grad_terms.reset(False)
+    base._node = cur
+    info.recorded = -1  # derive the view's node from the base's new one
+    refresh(t)
+    if t._node is not None:
+        VIEW_WRITES[t._node] = t._version.recorded
 
 
 # ====================================================================== the public forms

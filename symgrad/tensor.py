@@ -95,7 +95,8 @@ class Tensor:
             [4.5000, 4.5000]])
     """
 
-    __slots__ = ("_data", "_node", "_grad", "_version", "_retains_grad", "_name", "_grad_terms", "__weakref__")
+    __slots__ = ("_data", "_node", "_grad", "_version", "_retains_grad", "_name", "_grad_terms", "_view",
+                 "__weakref__")
     __hash__ = object.__hash__
     __array_priority__ = 1000
 
@@ -109,6 +110,7 @@ class Tensor:
         self._retains_grad = False
         self._name: str | None = None
         self._grad_terms = _Terms()
+        self._view: Any = None  # inplace.ViewOf: the base and view ops of a view sharing its storage
 
     # ------------------------------------------------------------------ basic attributes
     @property
@@ -851,10 +853,11 @@ class Tensor:
     def _inplace(self, name: str, other: Any = None, **attrs: Any) -> Tensor:
         op = REGISTRY[name]
         args = (self,) if other is None else (self, other)
+        from .inplace import check_trace_target, check_view_write, propagate, refresh
         tracing = _trace.active is not None
         if tracing:  # a functional update: the tracer is rebound to the op's result
-            from .inplace import check_trace_target
             check_trace_target(self)
+        refresh(self)
         if is_grad_enabled() and self.is_leaf and self.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         if is_grad_enabled() and self._node is not None and self._node in MULTI_VIEWS:
@@ -863,8 +866,8 @@ class Tensor:
                 f"Output {k} of {fn} is a view and is being modified inplace. This view is the output of a function "
                 "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
                 "You should replace the inplace operation by an out-of-place one.")
-        if is_grad_enabled() and self._node is not None and self._node.op.is_view(dict(self._node.attrs)):
-            _refuse_inplace_on_view(self._node)
+        if is_grad_enabled():
+            check_view_write(self)
         if not tracing and is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args) \
                 and _reads_self(op, len(args), attrs):
             # the op's own backward reads ``self`` as it was before the write, as torch's saved original self
@@ -883,6 +886,8 @@ class Tensor:
             self._node = res._node
             self._version.v += 1
             self._version.recorded += 1
+            if self._view is not None:
+                propagate(self)
             return self
         self._data[...] = res._data
         self._version.v += 1
@@ -894,6 +899,8 @@ class Tensor:
             node.version = self._version.v
             self._node = node
             self._version.recorded += 1
+            if self._view is not None:
+                propagate(self)
         return self
 
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -1086,7 +1093,10 @@ def _const_node(t: Tensor) -> Node:
 
 def _input_node(x: Any) -> Node:
     if isinstance(x, Tensor):
-        if x._node is not None and x._node in VIEW_WRITES and VIEW_WRITES[x._node] != x._version.recorded:
+        if x._view is not None:
+            from .inplace import refresh
+            refresh(x)
+        elif x._node is not None and x._node in VIEW_WRITES and VIEW_WRITES[x._node] != x._version.recorded:
             raise NotImplementedError(
                 "symgrad does not support using a view after an in-place operation recorded on the tensor it views "
                 "(torch regenerates the view's grad_fn); take the view again after the in-place operation")
@@ -1134,6 +1144,9 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
     is_view = isinstance(inputs[0], Tensor) and op.is_view(attrs) if inputs else False
     version = inputs[0]._version if is_view else None
     out = Tensor(value, _version=version)
+    if is_view and np.may_share_memory(value, inputs[0]._data):
+        from .inplace import note_view
+        note_view(out, inputs[0], op, attrs)
     if needs:
         if not out_dt.is_floating_point:
             return out

@@ -12,6 +12,7 @@ from . import _trace, dtypes
 from .errors import TracingError
 from .grad_mode import is_grad_enabled
 from .graph import Node
+from .inplace import note_view, refresh
 from .ops import OpDef, apply
 from .ops import source as _src
 from .tensor import VIEW_WRITES, Tensor, _const_node, _input_node, _is_number, _py
@@ -109,8 +110,10 @@ class TraceContext:
         nodes = []
         for x in inputs:
             if isinstance(x, Tracer):
-                if x._node in VIEW_WRITES and VIEW_WRITES[x._node] != x._version.recorded:
-                    _input_node(x)  # torch's view after an in-place write: the eager error
+                if x._view is not None:
+                    refresh(x)  # a view after writes to its storage: taken again from its base
+                elif x._node in VIEW_WRITES and VIEW_WRITES[x._node] != x._version.recorded:
+                    _input_node(x)  # the eager error
                 nodes.append(x._node)
             elif isinstance(x, Tensor):
                 nodes.append(_const_node(x))
@@ -139,6 +142,7 @@ class TraceContext:
             # a view shares its base's version counter: an in-place write to either makes the other stale
             out._version = inputs[0]._version
             VIEW_WRITES[node] = out._version.recorded
+            note_view(out, inputs[0], op, attrs)
         return out
 
 
