@@ -51,12 +51,20 @@ Statements are placed in a tree of loop nests (the function body is the root blo
 * Arrays are allocated only for outputs, values read across passes (or through a non-pure index
   map), accumulators of non-innermost reductions, scatter targets and reshape inputs.
 
+* ``MatMul`` (1-d and 2-d operands; batched ones raise ``NotImplementedError``) is a product over
+  the contraction's iteration space and a sum, a transposed operand iterated in its storage order,
+  so ``X @ w`` is a row reduction and ``X.T @ r`` a sum over X's rows into an array: both fuse with
+  the elementwise work around them into one pass over the rows (no BLAS call).
+* 1-d stencils (step-1 slices ``x[a:-b]`` and their scatter-add adjoints) go to
+  ``numba_stencil.emit_stencil``: one pass over ``x``, scatters turned into guarded gathers.
+
 Loops and threads
 -----------------
 An outer loop whose pass has at least ``parallel_threshold`` iterations (concrete sizes at codegen)
 runs as ``numba.prange`` over at most ``PARALLEL_CHUNKS`` contiguous chunks; a full reduction
 then sums a per-chunk partial and adds it to the accumulator (numba's prange reduction). A pass
-with an array accumulator over its outer dim or an integer-array scatter stays serial. Smaller
+with an integer-array scatter stays serial; one that sums over its outer dim into an array gives
+each chunk a row of a zeroed partial array (``MAX_PARTS`` elements at most), added up after the loop. Smaller
 passes use ``range``.
 
 Floating point
