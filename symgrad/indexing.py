@@ -149,7 +149,13 @@ def _index_add_lower(node: Node, target: str, args: list[str]) -> list:
     return [ir.IndexAdd(target, args[0], node.attr("index"), node.shape, node.dtype.np.name)]
 
 
-index_op = register(OpDef("index", "shape", _grad_fn, lambda a, index, fn="": a[to_numpy_index(index)], _index_infer,
+def _index_eval(a: np.ndarray, index: tuple, fn: str = "") -> np.ndarray:
+    idx = to_numpy_index(index)
+    # a trailing ``...`` keeps an all-integer index a 0-d view, as torch's (numpy would return a scalar copy)
+    return a[idx if any(e[0] == "e" for e in index) else (*idx, Ellipsis)]
+
+
+index_op = register(OpDef("index", "shape", _grad_fn, _index_eval, _index_infer,
                           vjp=_index_vjp, lower=_index_lower,
                           view=lambda at: not any(e[0] == "a" for e in at["index"]),
                           doc="a[index] (basic and integer-array; only basic indexing makes a view)"))

@@ -936,18 +936,23 @@ class Tensor:
         return self.div_(other)
 
     def zero_(self) -> Tensor:
-        """Fill with zeros in place (not recorded when the tensor does not require grad)."""
-        return self.fill_(0)
+        """Fill with zeros in place (``ZeroBackward0``: no gradient reaches the overwritten values)."""
+        return self._fill(0, "ZeroBackward0")
 
     def fill_(self, value: Any) -> Tensor:
-        if is_grad_enabled() and self.is_leaf and self.requires_grad:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        v = _py(value._data.item() if isinstance(value, Tensor) else value)
-        self._data[...] = v
-        self._version.v += 1
-        self._grad_terms.reset(v == 0)
-        if self._node is not None and is_grad_enabled():
-            self._node = None  # a filled tensor no longer depends on anything
+        """Fill with ``value`` (a number or a 0-d tensor, whose gradient is the sum of this one's)."""
+        if isinstance(value, Tensor):
+            if value.ndim:
+                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                                   "dimensions.")
+            return self._fill(value, "FillBackward3")
+        return self._fill(_py(value), "FillBackward2")
+
+    def _fill(self, value: Any, fn: str) -> Tensor:
+        from .inplace import WHOLE, write
+        write(self, WHOLE, value, fn=fn)
+        if not isinstance(value, Tensor):
+            self._grad_terms.reset(value == 0)
         return self
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:

@@ -225,7 +225,29 @@ def test_writes_through_views_rewrite_the_base_as_torch(dtype):
     assert_close(x.grad, tx.grad)
 
 
+def test_fill_and_zero_keep_history_as_torch():
+    def f(lib: Any) -> tuple:
+        x = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        w = lib.tensor(3.0, dtype=lib.float64, requires_grad=True)
+        y = x * 2
+        y[0].zero_()            # a 0-d view
+        y[1:].fill_(w * 2)
+        z = x * 3
+        z.zero_()
+        (y * y).sum().backward()
+        zz = lib.zeros(3)
+        zz[1].fill_(5)          # no history: an ordinary write through a 0-d view
+        zz[2].add_(1)
+        return (y.detach(), grad_fn_name(y), grad_fn_name(z), z.requires_grad, x.grad, w.grad, zz)
+    for a, b in zip(f(sg), f(torch)):
+        if isinstance(a, (str, bool)):
+            assert a == b
+        else:
+            assert_close(a, b)
+
+
 VIEW_ERRORS = {
+    "fill_ with a 1-d tensor": lambda lib: lib.ones(3).fill_(lib.ones(2)),
     "view of a leaf": lambda lib: lib.ones(3, requires_grad=True)[1:].add_(1),
     "expanded": lambda lib: (lib.ones(3, requires_grad=True) * 1).expand(2, 3).add_(1),
 }
