@@ -159,7 +159,14 @@ class Tensor:
     # ------------------------------------------------------------------ autograd attributes
     @property
     def requires_grad(self) -> bool:
+        if self._view is not None:
+            self._refresh_view()
         return self._node is not None
+
+    def _refresh_view(self) -> None:
+        """A view's node after writes to its storage: taken again from its base (``inplace.refresh``)."""
+        from .inplace import refresh
+        refresh(self)
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
@@ -190,10 +197,14 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        if self._view is not None:
+            self._refresh_view()
         return self._node is None or self._node.op is _LEAF
 
     @property
     def grad_fn(self) -> Any:
+        if self._view is not None:
+            self._refresh_view()
         if self._node is None or self._node.op is _LEAF:
             return None
         from .autograd import grad_fn_of
@@ -271,6 +282,8 @@ class Tensor:
                  inputs: Sequence[Tensor] | None = None) -> None:
         """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (weighted by ``gradient``)."""
         from .autograd import backward
+        if self._view is not None:
+            self._refresh_view()
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook: Any) -> Any:

@@ -246,6 +246,20 @@ def test_fill_and_zero_keep_history_as_torch():
             assert_close(a, b)
 
 
+def test_a_view_of_a_plain_tensor_gains_history_when_its_base_does():
+    def f(lib: Any) -> tuple:
+        z = lib.zeros(3, dtype=lib.float64)
+        v = z[1:]
+        w = lib.tensor(2.0, dtype=lib.float64, requires_grad=True)
+        z[1] = w * 3
+        flags = (v.requires_grad, v.is_leaf, grad_fn_name(v))
+        v.backward(lib.ones(2, dtype=lib.float64))
+        return flags, w.grad
+    (flags, g), (tflags, tg) = f(sg), f(torch)
+    assert flags == tflags == (True, False, "AsStridedBackward0")
+    assert_close(g, tg)
+
+
 VIEW_ERRORS = {
     "fill_ with a 1-d tensor": lambda lib: lib.ones(3).fill_(lib.ones(2)),
     "view of a leaf": lambda lib: lib.ones(3, requires_grad=True)[1:].add_(1),
