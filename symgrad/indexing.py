@@ -152,7 +152,7 @@ def _index_add_lower(node: Node, target: str, args: list[str]) -> list:
 def _index_eval(a: np.ndarray, index: tuple, fn: str = "") -> np.ndarray:
     idx = to_numpy_index(index)
     # a trailing ``...`` keeps an all-integer index a 0-d view, as torch's (numpy would return a scalar copy)
-    return a[idx if any(e[0] == "e" for e in index) else (*idx, Ellipsis)]
+    return a[idx if ("e",) in index else (*idx, Ellipsis)]
 
 
 index_op = register(OpDef("index", "shape", _grad_fn, _index_eval, _index_infer,

@@ -331,9 +331,12 @@ class ViewOf:
         self.base, self.chain, self.recorded = base, chain, recorded
 
 
-def note_view(out: Any, src: Any, op: OpDef, attrs: dict) -> None:
-    """Record that ``out`` is ``op(src, **attrs)``, a view sharing ``src``'s storage."""
-    step = ((op, tuple(sorted(attrs.items()))),)
+def note_view(out: Any, src: Any, op: OpDef, attrs: dict, traced: bool = False) -> None:
+    """Record that ``out`` is ``op(src, **attrs)``, a view of ``src`` (if it shares its storage, which
+    tracers, without storage, are taken to do)."""
+    if not traced and (out._data.base is None or not np.may_share_memory(out._data, src._data)):
+        return
+    step = ((op, attrs),)
     if src._view is not None:
         out._view = ViewOf(src._view.base, src._view.chain + step, out._version.recorded)
     else:
@@ -392,13 +395,18 @@ def check_view_write(t: Any) -> None:
         if t._node is not None and t._node.op.is_view(dict(t._node.attrs)):
             _refuse_inplace_on_view(t._node)
         return
+    from .trace import Tracer
     base = info.base
     if base._node is not None and base._node.op is _src.leaf and base._node.requires_grad:
         raise RuntimeError(_VIEW_LEAF_MSG)
-    for op, attrs in info.chain:
-        if op.name == "expand" and dict(attrs)["shape"] != ():
-            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                               "single memory location. Please clone() the tensor before performing the operation.")
+    # torch's internal-overlap check (an expanded view); a tracer's layout is that of a fresh base's view
+    data = _chain_values(np.empty(base.shape, np.bool_), info.chain)[-1] if isinstance(t, Tracer) else t._data
+    if any(st == 0 and n > 1 for st, n in zip(data.strides, data.shape)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+    if not isinstance(t, Tracer) and not data.flags.writeable:
+        raise RuntimeError("symgrad cannot write into an expand() result (its numpy view is read-only); write into "
+                           "the tensor it expands, or into a clone()")
 
 
 def _unview(op: OpDef, attrs: tuple, parent: Node, child: Node) -> Node:
@@ -411,7 +419,7 @@ def _unview(op: OpDef, attrs: tuple, parent: Node, child: Node) -> Node:
     if op.name == "permute":
         inv = tuple(int(i) for i in np.argsort(at["dims"]))
         return apply(op, child, dims=inv)
-    if op.name == "expand":  # only a no-op expand gets here (check_view_write)
+    if op.name == "expand":  # only an expand that adds size-1 dims gets here (check_view_write)
         return apply(REGISTRY["reshape"], child, shape=tuple(parent.shape))
     raise NotImplementedError(f"symgrad cannot write through a view made by {op.name}")
 

@@ -9,6 +9,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import _trace, dtypes
+from . import inplace as _ip  # index_put and the view machinery (it imports this module only in functions)
 from .dtypes import DType
 from .grad_mode import is_grad_enabled
 from .graph import Node
@@ -165,8 +166,7 @@ class Tensor:
 
     def _refresh_view(self) -> None:
         """A view's node after writes to its storage: taken again from its base (``inplace.refresh``)."""
-        from .inplace import refresh
-        refresh(self)
+        _ip.refresh(self)
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
@@ -866,11 +866,10 @@ class Tensor:
     def _inplace(self, name: str, other: Any = None, **attrs: Any) -> Tensor:
         op = REGISTRY[name]
         args = (self,) if other is None else (self, other)
-        from .inplace import check_trace_target, check_view_write, propagate, refresh
         tracing = _trace.active is not None
         if tracing:  # a functional update: the tracer is rebound to the op's result
-            check_trace_target(self)
-        refresh(self)
+            _ip.check_trace_target(self)
+        _ip.refresh(self)
         if is_grad_enabled() and self.is_leaf and self.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         if is_grad_enabled() and self._node is not None and self._node in MULTI_VIEWS:
@@ -880,7 +879,7 @@ class Tensor:
                 "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
                 "You should replace the inplace operation by an out-of-place one.")
         if is_grad_enabled():
-            check_view_write(self)
+            _ip.check_view_write(self)
         if not tracing and is_grad_enabled() and any(isinstance(a, Tensor) and a._node is not None for a in args) \
                 and _reads_self(op, len(args), attrs):
             # the op's own backward reads ``self`` as it was before the write, as torch's saved original self
@@ -900,7 +899,7 @@ class Tensor:
             self._version.v += 1
             self._version.recorded += 1
             if self._view is not None:
-                propagate(self)
+                _ip.propagate(self)
             return self
         self._data[...] = res._data
         self._version.v += 1
@@ -913,7 +912,7 @@ class Tensor:
             self._node = node
             self._version.recorded += 1
             if self._view is not None:
-                propagate(self)
+                _ip.propagate(self)
         return self
 
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -962,40 +961,33 @@ class Tensor:
         return self._fill(_py(value), "FillBackward2")
 
     def _fill(self, value: Any, fn: str) -> Tensor:
-        from .inplace import WHOLE, write
-        write(self, WHOLE, value, fn=fn)
+        _ip.write(self, _ip.WHOLE, value, fn=fn)
         if not isinstance(value, Tensor):
             self._grad_terms.reset(value == 0)
         return self
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
         """Copy ``src`` (broadcast, converted to this dtype) into this tensor; gradients flow to ``src``."""
-        from .inplace import copy_
-        return copy_(self, src)
+        return _ip.copy_(self, src)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """``t[index] = value`` (ints, slices, None, ``...``, integer arrays, boolean masks), recorded as an
         ``index_put`` node (``CopySlices``) when a gradient is needed."""
-        from .inplace import setitem
-        setitem(self, index, value)
+        _ip.setitem(self, index, value)
 
     def index_put(self, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
         """A copy with ``values`` written (``accumulate``: added) at the integer/boolean tensors ``indices``."""
-        from .inplace import index_put
-        return index_put(self, indices, values, accumulate)
+        return _ip.index_put(self, indices, values, accumulate)
 
     def index_put_(self, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
-        from .inplace import index_put
-        return index_put(self, indices, values, accumulate, inplace=True)
+        return _ip.index_put(self, indices, values, accumulate, inplace=True)
 
     def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
         """A copy with ``alpha * source`` added along ``dim`` at the positions ``index`` (repeats add up)."""
-        from .inplace import index_add
-        return index_add(self, dim, index, source, alpha=alpha)
+        return _ip.index_add(self, dim, index, source, alpha=alpha)
 
     def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-        from .inplace import index_add
-        return index_add(self, dim, index, source, alpha=alpha, inplace=True)
+        return _ip.index_add(self, dim, index, source, alpha=alpha, inplace=True)
 
 
 # ====================================================================== eager op application
@@ -1112,8 +1104,7 @@ def _const_node(t: Tensor) -> Node:
 def _input_node(x: Any) -> Node:
     if isinstance(x, Tensor):
         if x._view is not None:
-            from .inplace import refresh
-            refresh(x)
+            _ip.refresh(x)
         elif x._node is not None and x._node in VIEW_WRITES and VIEW_WRITES[x._node] != x._version.recorded:
             raise NotImplementedError(
                 "symgrad does not support using a view after an in-place operation recorded on the tensor it views "
@@ -1162,9 +1153,8 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
     is_view = isinstance(inputs[0], Tensor) and op.is_view(attrs) if inputs else False
     version = inputs[0]._version if is_view else None
     out = Tensor(value, _version=version)
-    if is_view and np.may_share_memory(value, inputs[0]._data):
-        from .inplace import note_view
-        note_view(out, inputs[0], op, attrs)
+    if is_view:
+        _ip.note_view(out, inputs[0], op, attrs)
     if needs:
         if not out_dt.is_floating_point:
             return out

@@ -142,7 +142,7 @@ class TraceContext:
             # a view shares its base's version counter: an in-place write to either makes the other stale
             out._version = inputs[0]._version
             VIEW_WRITES[node] = out._version.recorded
-            note_view(out, inputs[0], op, attrs)
+            note_view(out, inputs[0], op, attrs, traced=True)
         return out
 
 
