@@ -283,6 +283,16 @@ def clone(a: Tensor) -> Tensor:
     return a.clone()
 
 
+def index_put(a: Tensor, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
+    """``a`` with ``values`` written (``accumulate``: added) at ``indices`` (a tuple of index tensors)."""
+    return a.index_put(indices, values, accumulate)
+
+
+def index_add(a: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """``a`` with ``alpha * source`` added along ``dim`` at the positions ``index``."""
+    return a.index_add(dim, index, source, alpha=alpha)
+
+
 def detach(a: Tensor) -> Tensor:
     return a.detach()
 

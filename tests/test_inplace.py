@@ -414,6 +414,16 @@ def test_index_put_matches_torch(case, accumulate, inplace, dtype):
     assert_close(v.grad, tv.grad)
 
 
+def test_function_forms_match_torch():
+    x, tx = _pair(RNG.standard_normal((3, 2)), "float64")
+    v, tv = _pair(RNG.standard_normal((2, 2)), "float64")
+    for fn in (lambda lib, a, b: lib.index_put(a, (lib.tensor([2, 0]),), b * 2, accumulate=True),
+               lambda lib, a, b: lib.index_add(a * 1, 0, lib.tensor([1, 1]), b, alpha=-2)):
+        out, tout = fn(sg, x, v), fn(torch, tx, tv)
+        assert_close(out, tout)
+        assert grad_fn_name(out) == grad_fn_name(tout)
+
+
 def test_index_put_on_a_leaf_is_functional():
     x, tx = _pair(np.arange(3.0), "float64")
     y = x.index_put((sg.tensor([0]),), sg.tensor(5.0, dtype=sg.float64))
