@@ -5,7 +5,7 @@ from typing import Sequence
 
 import sympy as sp
 
-from codegen.printer import IsFinite
+from codegen.printer import IsInf, IsNan
 
 from .graph import Node, toposort
 from .ops import OUT, A, apply
@@ -36,7 +36,8 @@ def fused(inputs: Sequence[Node], expr: sp.Expr, dtype, shape_hint: tuple | None
 
 
 def IsNotFinite(x: sp.Expr) -> sp.Basic:  # noqa: N802 - reads as the SymPy predicate it builds
-    return sp.Not(IsFinite(x))
+    # an Or of opaque predicates: SymPy's logic simplification can't negate an opaque one (Not(isfinite))
+    return IsInf(x) | IsNan(x)
 
 
 def _elementwise_vjp(node: Node, g: Node, masked: bool) -> tuple[tuple[Node | None, ...], bool]:

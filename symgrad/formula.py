@@ -18,6 +18,11 @@ from .simplify import display_simplify, shield, unshield
 # ---------------------------------------------------------------------- display-only SymPy objects
 
 
+def _power(tex: str, exp: str | None) -> str:
+    """``tex`` raised to ``exp`` (SymPy's LaTeX printer hands a function's power to the function)."""
+    return tex if exp is None else rf"\left({tex}\right)^{{{exp}}}"
+
+
 class ConstSymbol(sp.Symbol):
     """A value outside the graph (detached, no_grad, not requiring grad): printed ``const(y2)``, ``\\bar{y_2}``."""
 
@@ -48,10 +53,10 @@ class _Reduction(sp.Function):
         dims = "" if len(self.args) == 1 else f", dim={tuple(int(d) for d in self.args[1])}"
         return f"{self._label}({inner}{dims})"
 
-    def _latex(self, printer: Any) -> str:
+    def _latex(self, printer: Any, exp: str | None = None) -> str:
         inner = printer._print(self.args[0])
         sub = "" if len(self.args) == 1 else "_{" + ",".join(str(int(d)) for d in self.args[1]) + "}"
-        return rf"\operatorname{{{self._label}}}{sub}\left({inner}\right)"
+        return _power(rf"\operatorname{{{self._label}}}{sub}\left({inner}\right)", exp)
 
     def _eval_derivative(self, s: Any) -> Any:
         return self.func(self.args[0].diff(s), *self.args[1:])
@@ -81,8 +86,11 @@ class Indexed(sp.Function):
             inner = f"({inner})"
         return f"{inner}{self.args[1].name}"
 
-    def _latex(self, printer: Any) -> str:
-        return rf"\left({printer._print(self.args[0])}\right)_{{{self.args[1].name}}}"
+    def _latex(self, printer: Any, exp: str | None = None) -> str:
+        inner = printer._print(self.args[0])
+        if not self.args[0].is_Atom:
+            inner = rf"\left({inner}\right)"
+        return _power(rf"{{{inner}}}_{{\texttt{{{self.args[1].name}}}}}", exp)
 
 
 class Scattered(sp.Function):
@@ -114,11 +122,11 @@ class Updated(sp.Function):
         base, value, spec, how = self.args
         return f"put({printer._print(base)}, {spec.name} {how.name} {printer._print(value)})"
 
-    def _latex(self, printer: Any) -> str:
+    def _latex(self, printer: Any, exp: str | None = None) -> str:
         base, value, spec, how = self.args
         arrow = r"\mathrel{+}=" if how.name == "+=" else r"\leftarrow"
-        return (rf"\operatorname{{put}}\left({printer._print(base)},\ \texttt{{{spec.name}}} {arrow} "
-                rf"{printer._print(value)}\right)")
+        return _power(rf"\operatorname{{put}}\left({printer._print(base)},\ \texttt{{{spec.name}}} {arrow} "
+                      rf"{printer._print(value)}\right)", exp)
 
 
 # ---------------------------------------------------------------------- the result object
@@ -433,15 +441,17 @@ class CompiledFormulas:
     """The forward formula of a compiled function and its gradient with respect to each argument."""
 
     def __init__(self, out: Node, grads: Sequence[Node], wrt: Sequence[str], fname: str,
-                 params: Sequence[str]) -> None:
+                 params: Sequence[str], extra: Sequence[tuple[str, str, Node]] = ()) -> None:
         namer = _Namer({})
-        d = _Display(namer, [out, *grads])
+        d = _Display(namer, [out, *grads, *(n for _, _, n in extra)])
         self.name = fname
         self.params = list(params)
         self.forward = Formula(d.of(out), list(d.definitions), namer.symbols)
         self.gradients: dict[str, Formula] = {}
         for w, g in zip(wrt, grads):
             self.gradients[w] = Formula(display_simplify(d.of(g)), [], namer.symbols)
+        #: further derived formulas: (plain-text label, LaTeX label, formula), e.g. a Hessian-vector product
+        self.extra = [(label, tex, Formula(display_simplify(d.of(n)), [], namer.symbols)) for label, tex, n in extra]
         self.definitions = list(d.definitions)
         self.forward.definitions = self.definitions
 
@@ -449,6 +459,8 @@ class CompiledFormulas:
         lines = [f"{self.name}({', '.join(self.params)}) = {self.forward}"]
         for w, f in self.gradients.items():
             lines.append(f"d{self.name}/d{w} = {f}")
+        for label, _, f in self.extra:
+            lines.append(f"{label} = {f}")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -457,4 +469,6 @@ class CompiledFormulas:
         rows = [f"{self.name}({', '.join(self.params)}) &= {self.forward.latex()}"]
         for w, f in self.gradients.items():
             rows.append(rf"\frac{{\partial {self.name}}}{{\partial {w}}} &= {f.latex()}")
+        for _, tex, f in self.extra:
+            rows.append(rf"{tex} &= {f.latex()}")
         return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"

@@ -310,6 +310,33 @@ class DerivativeFunction(CompiledFunction):
             return blocks[0] if self._single else tuple(blocks)
         return tuple(blocks) if sig.multi else blocks[0]
 
+    def formulas(self, *args: Any) -> Any:
+        """Formulas at this signature: the function, its gradient and the Hessian-vector product
+        ``H·v`` (``hessian``), or the function and the Jacobian-vector product ``J·t`` (``jacobian``);
+        printable, ``.latex()``."""
+        from .formula import CompiledFormulas
+        sig, _ = self._signature(args)
+        names = [self._name(i) for i in range(len(args))]
+        wrt = [sig.leaves[i] for i in self.argnums]
+        wnames = [names[i] for i in self.argnums]
+        fname = getattr(self.fn, "__name__", "f")
+        fname = "f" if fname == "<lambda>" else fname
+        if self.mode == "hessian":
+            out = sig.outs[0]
+            one = Node(_src.scalar, (), (("value", 1),), (), out.dtype, value=1)
+            grads, _ = backward_graph([out], [one], wrt)
+            grads = [g if g is not None else _zeros(w) for g, w in zip(grads, wrt)]
+            vs = [Node(_src.leaf, (), (), w.shape, w.dtype, name=f"v_{n}") for w, n in zip(wrt, wnames)]
+            hv, _ = backward_graph(grads, vs, wrt)
+            extra = [(f"(H·v)_{n}", rf"(H v)_{{{n}}}", h if h is not None else _zeros(w))
+                     for n, h, w in zip(wnames, hv, wrt)]
+            return CompiledFormulas(out, grads, wnames, fname, names, extra)
+        ts = [Node(_src.leaf, (), (), w.shape, w.dtype, name=f"t_{n}") for w, n in zip(wrt, wnames)]
+        jt = jvp_graph(sig.outs, wrt, ts)
+        extra = [(f"J·t[{k}]" if sig.multi else "J·t", rf"J t_{{{k}}}" if sig.multi else "J t",
+                  j if j is not None else _zeros(o)) for k, (j, o) in enumerate(zip(jt, sig.outs))]
+        return CompiledFormulas(sig.outs[0], [], [], fname, names, extra)
+
     def sparsity(self, *args: Any) -> Any:
         """The structural pattern of the Jacobian / Hessian at this signature (``scipy.sparse``)."""
         sig, _ = self._signature(args)
