@@ -19,7 +19,7 @@ from .ops import source as _src
 
 #: ops linear in every input: the tangent of ``op(x, ...)`` is ``op(t, ...)`` (same attrs)
 LINEAR = frozenset({"sum", "mean", "sum_to", "cumsum", "reshape", "permute", "expand", "repeat", "index",
-                    "index_add", "cat", "stack", "clone", "to"})
+                    "index_add", "index_put", "cat", "stack", "clone", "to"})
 
 
 def _zeros(like: Node) -> Node:

@@ -164,6 +164,36 @@ def _rule_gather(node: Node, ds: list) -> Any:
     return None if out is None else _bool(out)
 
 
+def _rule_put(node: Node, ds: list) -> Any:
+    """``index_put``: written elements come from the values (plus the base when accumulating), the
+    others from the base."""
+    base, values = node.inputs
+    spec, acc = node.attr("index"), node.attr("accumulate", False)
+    n_out = _size(node.shape)
+    out = None
+    if acc:
+        if ds[0] is not None:
+            out = ds[0]
+        if ds[1] is not None:
+            from .indexing import to_numpy_index
+            from .inplace import _fit
+            region_ids = _ids(node.shape)[to_numpy_index(spec)]
+            vals = np.broadcast_to(_ids(values.shape).reshape(_fit(values.shape, region_ids.shape)), region_ids.shape)
+            part = _select(region_ids.ravel(), vals.ravel(), (n_out, _size(values.shape))) @ ds[1]
+            out = part if out is None else out + part
+        return None if out is None else _bool(out)
+    off = _size(base.shape)
+    moved = np.asarray(node.op.eval(_ids(base.shape), _ids(values.shape) + off, **dict(node.attrs)))
+    moved = moved.astype(np.int64).ravel()
+    for lo, hi, d in ((0, off, ds[0]), (off, off + _size(values.shape), ds[1])):
+        if d is None:
+            continue
+        rows = np.nonzero((moved >= lo) & (moved < hi))[0]
+        part = _select(rows, moved[rows] - lo, (n_out, hi - lo)) @ d
+        out = part if out is None else out + part
+    return None if out is None else _bool(out)
+
+
 def _rule_matmul(node: Node, ds: list) -> Any:
     a, b = node.inputs
     a2 = (1,) + a.shape if a.ndim == 1 else a.shape
@@ -227,6 +257,7 @@ _RULES: dict[str, Callable[[Node, list], Any]] = {
     "shape": _rule_gather,
     "join": _rule_gather,
     "linalg": _rule_matmul,
+    "update": _rule_put,
 }
 
 

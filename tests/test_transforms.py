@@ -327,3 +327,57 @@ def _check_program(steps):
         nonzero |= expected != 0
     assert not (nonzero & ~pattern).any(), f"pattern missed a non-zero: {steps}"
     assert (pattern == nonzero).all(), f"pattern wider than the Hessian: {steps}"
+
+
+# ----------------------------------------------------------------------------- formulas, docs, in-place
+
+
+def test_hessian_and_jacobian_formulas():
+    f = sg.hessian(lambda x: sg.sin(x).sum()).formulas(np.zeros(3))
+    text = str(f)
+    assert "df/dx = cos(x)" in text and "(H·v)_x = -v_x*sin(x)" in text
+    assert r"(H v)_{x}" in f.latex()
+    j = str(sg.jacobian(lambda x: sg.sin(x) * x.sum()).formulas(np.zeros(3)))
+    assert "J·t = t_x*sum(x)*cos(x) + sum(t_x)*sin(x)" in j
+    rosen = sg.hessian(SCALAR["rosenbrock"][0].__get__(sg)).formulas(np.zeros(4))
+    assert "x[:-1]" in str(rosen) and r"\texttt{[:-1]}" in rosen.latex()
+
+
+def test_docs_transforms_code_runs():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "docs" / "transforms.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    env: dict = {}
+    exec(compile(block, "docs/transforms.md", "exec"), env)  # noqa: S102
+    assert env["sg"].hessian(env["rosen"], sparse=True)(np.zeros(5)).nnz == 13
+
+
+def _setitem_fn(lib, x):
+    y = x * 1
+    y[1:] = x[:-1] ** 2 * x[1:]
+    return (y ** 2).sum() + lib.sin(y).sum()
+
+
+def test_hessian_through_setitem_matches_torch_and_pattern_is_exact():
+    x = _point((5,))
+    expected = torch.func.hessian(lambda t: _setitem_fn(torch, t))(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(sg.hessian(lambda t: _setitem_fn(sg, t))(x), expected, rtol=RTOL, atol=1e-12)
+    pattern = sg.compile(lambda t: _setitem_fn(sg, t)).hessian_sparsity(x).toarray()
+    assert (pattern == (expected != 0)).all()
+
+
+def test_index_put_accumulate_hessian_pattern_and_jvp():
+    idx = np.array([0, 2, 2])
+
+    def f(lib, x):
+        y = x.index_put((lib.tensor(idx),), x[:3] ** 2, accumulate=True)
+        return (y ** 3).sum()
+
+    x = _point((4,), seed=1)
+    expected = torch.func.hessian(lambda t: f(torch, t))(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(sg.hessian(lambda t: f(sg, t))(x), expected, rtol=1e-12, atol=1e-12)
+    assert (sg.compile(lambda t: f(sg, t)).hessian_sparsity(x).toarray() == (expected != 0)).all()
+    v = _point((4,), seed=2)
+    _, tan = sg.jvp(lambda t: f(sg, t), (x,), (v,))
+    _, tan_t = torch.func.jvp(lambda t: f(torch, t), (torch.tensor(x),), (torch.tensor(v),))
+    np.testing.assert_allclose(tan, tan_t.numpy(), rtol=1e-12)
