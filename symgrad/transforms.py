@@ -22,6 +22,7 @@ from .autodiff import backward_graph
 from .compile import HOT_CALLS, CompiledFunction, _as_node, _kind
 from .forward import _zeros, jvp_graph
 from .graph import Node, toposort
+from .ops import A, apply
 from .ops import source as _src
 from .tensor import Tensor
 
@@ -29,6 +30,8 @@ from .tensor import Tensor
 MAX_BATCH = 16
 #: ... and at most this many derivative-graph nodes per kernel
 MAX_BATCH_NODES = 4000
+#: the most output elements of a Jacobian / Hessian taken inside a traced function (one sweep each)
+MAX_TRACED_ROWS = 1024
 
 
 def _backend() -> str:
@@ -84,6 +87,11 @@ class Program:
             r = np.asarray(r, dtype=dt)
             out.append(r if r.shape == shape else np.broadcast_to(r, shape))
         return out
+
+
+def _zeros_of(shape: tuple[int, ...], like: Node) -> Node:
+    z = Node(_src.scalar, (), (("value", 0),), (), like.dtype, value=0)
+    return apply("expand", z, shape=shape)
 
 
 def _seed_leaf(like: Node, grad: bool = False) -> Node:
@@ -251,11 +259,6 @@ class DerivativeFunction(CompiledFunction):
         return f"<symgrad.{self.mode}{' (sparse)' if self.sparse else ''} of {getattr(self.fn, '__name__', self.fn)}>"
 
     def _signature(self, args: Sequence[Any]) -> tuple[_Signature, list[tuple]]:
-        from .trace import Tracer
-        if any(isinstance(a, Tracer) for a in args):
-            raise NotImplementedError(
-                f"sg.{self.mode} inside a traced function is not supported; apply sg.grad / sg.{self.mode} "
-                "outside, or use sg.grad of sg.grad for higher derivatives")
         kinds = [_kind(a) for a in args]
         for i in self.argnums:
             if i >= len(args):
@@ -293,6 +296,9 @@ class DerivativeFunction(CompiledFunction):
                 for a, k in zip(args, kinds)]
 
     def __call__(self, *args: Any) -> Any:
+        from .trace import Tracer
+        if any(isinstance(a, Tracer) for a in args):
+            return self._trace_symbolic(args)
         sig, kinds = self._signature(args)
         sweeps = self._sweeps(sig)
         arrays = self._arrays(args, kinds)
@@ -309,6 +315,56 @@ class DerivativeFunction(CompiledFunction):
         if self.mode == "hessian":
             return blocks[0] if self._single else tuple(blocks)
         return tuple(blocks) if sig.multi else blocks[0]
+
+    def _trace_symbolic(self, args: Sequence[Any]) -> Any:
+        """Inside another trace (``sg.grad`` of a Jacobian, ``@sg.compile`` calling ``sg.hessian``): the
+        Jacobian recorded as DAG nodes, one reverse sweep per output element with a constant basis seed."""
+        from .functional import stack
+        from .trace import Tracer
+        if self.sparse:
+            raise TypeError(f"sg.{self.mode}(sparse=True) returns a scipy.sparse matrix, which a traced "
+                            "function can't use; call it outside the traced function")
+        args = list(args)
+        wrt: list[Node] = []
+        for i in self.argnums:
+            a = args[i]
+            node = a._node if isinstance(a, Tracer) else _as_node(a)
+            alias = apply("fused", node, expr=A[0], dtype=node.dtype)
+            alias.requires_grad = True
+            wrt.append(alias)
+            args[i] = Tracer.wrap(alias)
+        out = self.fn(*args)
+        multi = isinstance(out, (tuple, list))
+        outs = [_as_node(o) for o in (out if multi else (out,))]
+        if self.mode == "hessian":
+            if multi or outs[0].shape != ():
+                raise TypeError("hessian is only defined for scalar-output functions. Output had shape: "
+                                f"{'several outputs' if multi else outs[0].shape}")
+            one = Node(_src.scalar, (), (("value", 1),), (), outs[0].dtype, value=1)
+            grads, _ = backward_graph(outs, [one], wrt)
+            outs = [g if g is not None else _zeros(w) for g, w in zip(grads, wrt)]
+        total = sum(_size(o.shape) for o in outs)
+        if total > MAX_TRACED_ROWS:
+            raise ValueError(f"sg.{self.mode} inside a traced function builds one sweep per output element; "
+                             f"{total} elements is more than {MAX_TRACED_ROWS}: call it outside the traced function")
+        blocks = []
+        for o in outs:
+            rows: list[list[Any]] = [[] for _ in wrt]
+            for i in range(_size(o.shape)):
+                basis = np.zeros(_size(o.shape), dtype=o.dtype.np)
+                basis[i] = 1
+                seed = Node(_src.const, (), (), o.shape, o.dtype, value=basis.reshape(o.shape))
+                gs, _ = backward_graph([o], [seed], wrt)
+                for k, (g, w) in enumerate(zip(gs, wrt)):
+                    rows[k].append(Tracer.wrap(g if g is not None else _zeros(w)))
+            block = []
+            for k, w in enumerate(wrt):
+                shape = tuple(o.shape) + tuple(w.shape)
+                block.append(stack(rows[k]).reshape(shape) if rows[k] else Tracer.wrap(_zeros_of(shape, w)))
+            blocks.append(block[0] if self._single else tuple(block))
+        if self.mode == "hessian":
+            return blocks[0] if self._single else tuple(blocks)
+        return tuple(blocks) if multi else blocks[0]
 
     def formulas(self, *args: Any) -> Any:
         """Formulas at this signature: the function, its gradient and the Hessian-vector product

@@ -381,3 +381,25 @@ def test_index_put_accumulate_hessian_pattern_and_jvp():
     _, tan = sg.jvp(lambda t: f(sg, t), (x,), (v,))
     _, tan_t = torch.func.jvp(lambda t: f(torch, t), (torch.tensor(x),), (torch.tensor(v),))
     np.testing.assert_allclose(tan, tan_t.numpy(), rtol=1e-12)
+
+
+def test_transforms_compose_inside_traces():
+    x = np.array([0.3, -0.5, 1.2])
+    g = sg.grad(lambda x: sg.jacobian(lambda y: sg.sin(y) * y.sum())(x).sum())(x)
+    gt = torch.func.grad(lambda x: torch.func.jacrev(lambda y: torch.sin(y) * y.sum())(x).sum())(torch.tensor(x))
+    np.testing.assert_allclose(g, gt.numpy(), rtol=RTOL)
+    cube = lambda lib: (lambda y: (y ** 3).sum() * y[0])
+    h = sg.grad(lambda x: (sg.hessian(cube(sg))(x) ** 2).sum())(x)
+    ht = torch.func.grad(lambda x: (torch.func.hessian(cube(torch))(x) ** 2).sum())(torch.tensor(x))
+    np.testing.assert_allclose(h, ht.numpy(), rtol=RTOL)
+    third = sg.jacobian(sg.jacobian(sg.sin))(x)
+    expected = np.zeros((3, 3, 3))
+    expected[range(3), range(3), range(3)] = -np.sin(x)
+    np.testing.assert_allclose(third, expected, rtol=RTOL, atol=1e-15)
+
+    @sg.compile
+    def newton_decrement(x):
+        return (sg.hessian(lambda y: (y ** 4).sum())(x) * x).sum()
+    assert newton_decrement(x) == pytest.approx((12 * x ** 3).sum(), rel=RTOL)
+    with pytest.raises(TypeError, match="sparse"):
+        sg.grad(lambda x: sg.hessian(lambda y: (y ** 4).sum(), sparse=True)(x).sum())(x)
