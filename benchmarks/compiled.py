@@ -277,12 +277,15 @@ def warm_symgrad(f, *args):
 
 # ------------------------------------------------------------------------------------ W1, W2
 
-def symgrad_kernel(cf):
-    """(numba kernel, extra args) of a compiled function's single hot signature, or None: a
-    diagnostic row that separates the generated kernel from the call wrapper (private access)."""
+def symgrad_kernel(cf, arrays):
+    """(numba kernel, its arguments) of a compiled function's single hot signature, or None: a
+    diagnostic row that separates the generated kernel from the call wrapper (private access). The
+    kernel takes only the params it reads, in its own order (``kernel.params[i].index`` indexes the
+    arguments followed by the closed-over constants)."""
     try:
         (e,) = cf._entries.values()
-        return (e.jit, tuple(e.consts)) if e.jit is not None else None
+        values = list(arrays) + list(e.consts)
+        return (e.jit, tuple(values[q.index] for q in e.kernel.params)) if e.jit is not None else None
     except Exception:  # noqa: BLE001 - internals moved: the row is optional
         return None
 
@@ -294,10 +297,10 @@ def run_arrays(name, title, f, argnums, arrays, hand, ref, tfn, jfn, rounds, per
     first, hot = warm_symgrad(vg, *arrays)
     calls["symgrad value_and_grad"] = (vg, arrays)
     notes["symgrad value_and_grad"] = f"1st call {first:.2f} s (numpy code), 2nd {hot:.2f} s (numba compile)"
-    kernel = symgrad_kernel(vg)
+    kernel = symgrad_kernel(vg, arrays)
     if kernel is not None:
         label = "(symgrad's numba kernel alone)"
-        calls[label] = (kernel[0], arrays + kernel[1])
+        calls[label] = kernel
         notes[label] = "diagnostic, private access: the same kernel without the call wrapper"
     hands = []
     for par in (True, False):

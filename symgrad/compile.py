@@ -1,6 +1,7 @@
 """``@compile``: trace once per signature, derive on the DAG, emit and load kernels; ``grad`` / ``value_and_grad``."""
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import logging
@@ -45,6 +46,8 @@ class _Entry:
 
 HOT_CALLS = 2
 
+_MISSING = object()     # an argument not given to a generated fast-path __call__
+
 
 def _argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
@@ -70,8 +73,7 @@ class CompiledFunction:
         self.argnums = _argnums(argnums)
         self._single = isinstance(argnums, int)
         self._entries: dict[tuple, _Entry] = {}
-        self._fast: Callable | None = None
-        self._fast_n = -1
+        self._fast: Callable | None = None    # the generated all-float __call__, once installed
         functools.update_wrapper(self, fn, updated=())
         target = fn.fn if isinstance(fn, CompiledFunction) else fn
         try:
@@ -180,14 +182,9 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, out: Any = None) -> Any:
+        # the all-float fast path, once installed, is the generated __call__ of a subclass (_install_fast)
         if out is not None:
             return self._call_out(args, out)
-        if self._fast_n == len(args):
-            for a in args:
-                if type(a) is not float:
-                    break
-            else:
-                return self._fast(*args)
         from .trace import Tracer
         if any(isinstance(a, Tracer) for a in args):
             return self._trace_symbolic(args)
@@ -202,10 +199,13 @@ class CompiledFunction:
         if jit is not None and all_py:
             arrays = [float(a) for a in arrays]
         with np.errstate(all="ignore"):
-            raw = jit(*[arrays[q.index] for q in e.kernel.params]) if jit is not None else e.fn(arrays)
-        if (jit is not None and not e.consts and all_py
-                and [q.index for q in e.kernel.params] == list(range(len(args)))):
-            self._fast, self._fast_n = self._make_fast(jit), len(args)
+            if jit is not None:
+                call_args = [arrays[q.index] for q in e.kernel.params]
+                raw = jit(*call_args)
+                if all_py and self._fast is None and all(type(a) is float for a in args):
+                    self._install_fast(e, jit, call_args, raw, len(args))
+            else:
+                raw = e.fn(arrays)
         outs = []
         for (dt, shape), r, i in zip(e.out_specs, raw, [None] + list(self.argnums)):
             r = np.asarray(r, dtype=dt.np)
@@ -290,28 +290,48 @@ class CompiledFunction:
                 e.jit_out, _ = load_kernel(src, e.kernel.name, prefix="numba")
         return e.jit_out or None
 
-    def _make_fast(self, jit: Any) -> Callable:
-        """A direct caller for all-float arguments: the numba kernel already returns Python floats.
-
-        It calls the compiled (float64, ...) overload's entry point, skipping numba's type dispatch.
-        """
+    def _install_fast(self, e: _Entry, jit: Any, call_args: list, raw: Any, nargs: int) -> None:
+        """Give this instance a generated ``__call__`` (a one-off subclass) that sends ``nargs`` Python
+        floats straight to the entry point of the numba overload that just ran, and anything else to
+        the general path. Only when every result of that overload is a Python float (what the general
+        path returns for float arguments); the kernel's argument order and closed-over constants are
+        baked in."""
         try:
-            jit = jit.overloads[tuple(jit.signatures[-1])].entry_point
-        except (AttributeError, IndexError, KeyError):
-            pass
-        if self.mode == "fn":
-            return lambda *a: jit(*a)[0]
-        if self.mode == "grad":
-            return (lambda *a: jit(*a)[1]) if self._single else (lambda *a: jit(*a)[1:])
-        if self._single:
-            def vg(*a: float) -> tuple:
-                r = jit(*a)
-                return r[0], r[1]
-        else:
-            def vg(*a: float) -> tuple:
-                r = jit(*a)
-                return r[0], r[1:]
-        return vg
+            sig = tuple(jit.typeof_pyval(a) for a in call_args)
+            entry = jit.overloads[sig].entry_point
+        except (AttributeError, KeyError, TypeError):
+            return
+        if (not isinstance(raw, tuple) or len(raw) != len(e.out_specs)
+                or not all(type(r) is float and dt.np == np.float64 and shape == ()
+                           for r, (dt, shape) in zip(raw, e.out_specs))):
+            return
+        names = [f"a{i}" for i in range(nargs)]
+        ns: dict[str, Any] = {"_entry": entry, "_general": CompiledFunction.__call__}
+        kargs = []
+        for q in e.kernel.params:
+            if q.index < nargs:
+                kargs.append(names[q.index])
+            else:
+                kargs.append(f"_c{q.index}")
+                ns[f"_c{q.index}"] = call_args[len(kargs) - 1]
+        grads = [f"r[{k}]" for k in range(1, len(e.out_specs))]
+        g = grads[0] if self._single and grads else "(" + "".join(x + ", " for x in grads) + ")"
+        result = {"fn": "r[0]", "grad": g, "value_and_grad": f"r[0], {g}"}[self.mode]
+        # positional-only parameters with a sentinel default: no argument tuple to unpack on the fast path
+        ns["_M"] = _MISSING
+        check = "".join(f"type({n}) is float and " for n in names)
+        src = (f"def __call__(self, {''.join(n + '=_M, ' for n in names)}/, *rest, out=None):\n"
+               f"    if {check}out is None and not rest:\n"
+               f"        r = _entry({', '.join(kargs)})\n"
+               f"        return {result}\n"
+               f"    return _general(self, *[a for a in ({''.join(n + ', ' for n in names)}) if a is not _M], *rest,"
+               f" out=out)\n")
+        exec(builtins.compile(src, f"<symgrad fast path of {self!r}>", "exec"), ns)  # noqa: S102 - generated above
+        call = ns["__call__"]
+        call.__doc__ = CompiledFunction.__call__.__doc__
+        self._fast = call
+        self.__class__ = type(CompiledFunction.__name__, (CompiledFunction,),
+                              {"__call__": call, "__module__": __name__, "__qualname__": "CompiledFunction"})
 
     def _call_tensors(self, args: Sequence[Any]) -> Any:
         """Tensor arguments that require grad: one recorded node (``CompiledFunctionBackward``) whose

@@ -169,6 +169,72 @@ def test_float_fast_path_after_warmup():
     assert [g(2.0) for _ in range(3)] == [12.0, 12.0, 12.0]
 
 
+def _ref_w4(a, b):
+    return a * b + np.sin(a), (b + np.cos(a), a)
+
+
+def test_float_fast_path_is_the_general_path_for_floats_only():
+    torch = pytest.importorskip("torch")
+    vg = sg.value_and_grad(lambda a, b: a * b + sg.sin(a), argnums=(0, 1))
+    for _ in range(3):
+        vg(1.0, 2.0)
+    assert isinstance(vg, sg.CompiledFunction) and type(vg) is not sg.CompiledFunction   # generated __call__
+    for a, b in [(0.3, -2.0), (-1.5, 4.0)]:
+        v, (ga, gb) = vg(a, b)
+        assert all(type(r) is float for r in (v, ga, gb))
+        want = _ref_w4(a, b)
+        assert v == pytest.approx(want[0], rel=1e-14) and (ga, gb) == pytest.approx(want[1], rel=1e-14)
+    # everything that is not exactly two Python floats takes the general path
+    v, (ga, gb) = vg(1, 2)                                       # ints: floats out
+    assert (type(v), type(ga)) == (float, float) and v == pytest.approx(_ref_w4(1.0, 2.0)[0], rel=1e-14)
+    v, (ga, gb) = vg(np.array(0.5), np.array(2.0))                 # 0-d arrays: numpy scalars out
+    assert type(v) is np.float64 and type(ga) is np.float64
+    assert ga == pytest.approx(2.0 + np.cos(0.5), rel=1e-14)
+    v, (ga, gb) = vg(np.float64(0.5), np.float32(2.0))             # numpy scalars: numbers, floats out
+    assert type(ga) is float and ga == pytest.approx(2.0 + np.cos(0.5), rel=1e-14)
+    ta, tb = (sg.tensor(t, dtype=sg.float64, requires_grad=True) for t in (0.5, 2.0))
+    v, (ga, gb) = vg(ta, tb)
+    v.backward()
+    tta, ttb = torch.tensor(0.5, dtype=torch.float64, requires_grad=True), torch.tensor(2.0, dtype=torch.float64,
+                                                                                          requires_grad=True)
+    (tta * ttb + torch.sin(tta)).backward()
+    assert ta.grad.item() == pytest.approx(tta.grad.item(), rel=1e-14)
+    assert tb.grad.item() == pytest.approx(ttb.grad.item(), rel=1e-14)
+    with pytest.raises(TypeError):
+        vg(1.0)                                                 # the lambda's own error, as before
+    with pytest.raises(TypeError, match="out="):
+        vg(1.0, 2.0, out=3.0)
+    outs = (np.zeros(()), np.zeros(()))
+    v, (ga, gb) = vg(np.array(0.5), np.array(2.0), out=outs)
+    assert ga is outs[0] and float(ga) == pytest.approx(2.0 + np.cos(0.5), rel=1e-14)
+    # composed inside another trace: tracers take the general path
+    d2 = sg.grad(lambda a: vg(a, 2.0)[1][0])
+    assert [d2(0.5) for _ in range(3)][-1] == pytest.approx(-np.sin(0.5), rel=1e-14)
+
+
+@pytest.mark.parametrize("make,args,want,fast", [
+    # the kernel reads only b, in its own parameter order
+    (lambda: sg.value_and_grad(lambda a, b: b * 2.0, argnums=(0, 1)), (1.0, 3.0), (6.0, (0.0, 2.0)), True),
+    (lambda: sg.grad(lambda a, b, c: c * a, argnums=(2, 0)), (2.0, 5.0, 3.0), (2.0, 3.0), True),
+    # a closed-over 0-d array is a kernel argument after the call's own
+    (lambda: sg.value_and_grad(lambda a: a * np.array(3.0) + a ** 2), (2.0,), (10.0, 7.0), True),
+    (lambda: sg.compile(lambda a, b: sg.sin(a) * b), (0.5, 2.0), 2.0 * np.sin(0.5), True),
+    # non-float results never take the fast path: the general path's floats
+    (lambda: sg.compile(lambda a: a > 0.0), (1.0,), 1.0, False),
+])
+def test_float_fast_path_agrees_with_the_general_path(make, args, want, fast):
+    f = make()
+    res = [f(*args) for _ in range(4)]
+    assert (f._fast is not None) is fast
+    assert all(r == res[0] for r in res)
+    flat = [res[0]] if not isinstance(res[0], tuple) else [x for r in res[0] for x in (r if isinstance(r, tuple)
+                                                                                     else (r,))]
+    want_flat = [want] if not isinstance(want, tuple) else [x for w in want for x in (w if isinstance(w, tuple)
+                                                                                    else (w,))]
+    assert all(type(x) is float for x in flat)
+    assert flat == pytest.approx(want_flat, rel=1e-14)
+
+
 def test_logistic_loss_with_matmul_matches_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
