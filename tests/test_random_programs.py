@@ -8,11 +8,12 @@ value made so far, so subexpressions are shared and leaves are used several time
 
 Ops: unary functions, Python-scalar arithmetic on either side, binary ops with broadcasting (incl.
 ``**``, ``maximum``, ``where``), sum/mean over dims with keepdim, view/reshape/flatten/squeeze/
-unsqueeze/transpose/permute/.T/expand, basic and integer-list indexing, dtype casts, in-place ops on
-clones, values computed under ``no_grad`` and ``detach()``ed; max/min/amax/amin (full, dims,
-keepdim; ties where values repeat), argmax/argmin (compared as they are made), prod, logsumexp,
-softmax, log_softmax, cumsum; cat/stack/split/chunk/unbind/repeat; ``where`` on conditions built
-with logical ops, isnan and isfinite.
+unsqueeze/transpose/permute/.T/expand, basic and integer-list indexing, dtype casts, in-place ops and
+index updates (``__setitem__``, through views, ``copy_``, ``index_put_``, ``index_add_``) on clones,
+values computed under ``no_grad`` and ``detach()``ed; max/min/amax/amin (full, dims, keepdim; ties
+where values repeat), argmax/argmin (compared as they are made), prod, logsumexp, softmax,
+log_softmax, cumsum; cat/stack/split/chunk/unbind/repeat; ``where`` on conditions built with logical
+ops, isnan and isfinite.
 
 At the end every value of the pool (value, requires_grad, grad_fn class), the gradient of every
 leaf (``backward()`` of a reduction, ``backward(v)`` of a non-scalar output, twice with
@@ -317,6 +318,41 @@ def _inplace(a: Pair, b: Pair, k: int) -> Pair:
     return both(run, z, b)
 
 
+def _update(a: Pair, b: Pair, k: int) -> Pair:
+    """``z = a.clone()`` then a functional index update of ``z``: ``z[index] = b`` (basic or unique
+    integer-list index; ``b``, or a Python number, broadcast into the region), ``z[index] += b``
+    (through a view), ``z.copy_(b)``, ``z.index_put_(..., accumulate=True)`` or ``z.index_add_`` with
+    repeated indices (their sources made from ``a`` and ``b``)."""
+    z = both(lambda lib, x: x.clone(), a)
+    form = (k % 5) if a.ndim else 2
+    n0 = a.shape[0] if a.ndim else 1
+    k //= 5
+    if form in (0, 1):
+        index: Any = slice(k % n0, None) if k % 2 else (Ellipsis, -1)
+    else:
+        index = sorted({(k + 2 * j) % n0 for j in range(2)})
+    region = np.empty(a.shape)[index].shape if form != 2 else a.shape
+    fits = _broadcastable(region, b.shape) and np.broadcast_shapes(region, b.shape) == region
+    rows = [k % n0, (k + 1) % n0, k % n0]
+
+    def run(lib: Any, zz: Any, y: Any, x: Any) -> Any:
+        other = y if fits else 1.5
+        if form == 0:
+            zz[index] = other
+        elif form == 1:
+            zz[index] += other
+        elif form == 2:
+            zz.copy_(other if fits else lib.tensor(1.5))
+        elif form == 3:
+            r = lib.tensor(rows)
+            zz.index_put_((r,), x[r] * 0.5 + y.sum().to(zz.dtype), accumulate=True)
+        else:
+            zz.index_add_(0, lib.tensor(rows), x[lib.tensor(rows)] * y.sum().to(x.dtype), alpha=-1)
+        return zz
+
+    return both(run, z, b, a)
+
+
 def _near_tie(a: np.ndarray, dims: tuple | None) -> bool:
     """Whether some element is within rounding of its slice's max or min without being equal to it:
     the two libraries' roundings could then disagree on which elements tie (exact ties are fine)."""
@@ -513,8 +549,8 @@ class Runner:
             return _join(a, self.partner(a, j), k)
         if kind == "logical":
             return _logical(a, self.partner(a, j), k)
-        if kind == "inplace":
-            return _inplace(a, self.pick(j), k)
+        if kind == "inplace":  # every other one an index update (__setitem__, copy_, index_put_, index_add_)
+            return _update(a, self.pick(j), k // 2 + i + j) if k % 2 else _inplace(a, self.pick(j), k // 2)
         if kind == "no_grad":
             with sg.no_grad(), torch.no_grad():
                 return UNARY[UNARY_NAMES[k % len(UNARY_NAMES)]](a, k // len(UNARY_NAMES))
