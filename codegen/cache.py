@@ -365,6 +365,30 @@ def _stage_times(cres: Any) -> str:
     return ", ".join(f"{k} {1e3 * v:.1f} ms" for k, v in groups.items() if v >= 1e-4 or k != "parfors")
 
 
+def _runtime_only_load(cache: Any) -> Any:
+    """numba's cache load without its ``target_context.refresh()`` (``Cache._load_overload``), or None."""
+    load = getattr(cache, "_load_overload", None)
+    return load if callable(load) and hasattr(cache, "_index_key") else None
+
+
+def _numba_runtime_init(target_context: Any) -> None:
+    """What loading cached machine code needs of numba's start-up: its runtime (NRT) in the JIT.
+
+    numba's own ``load_overload`` first refreshes the target context: it imports every typing and
+    lowering registry (``numba.np.arraymath`` alone imports ``scipy.linalg`` for BLAS), a second or
+    more, which a cache hit does not use: the library is machine code whose external symbols are
+    numba's C helpers (registered when numba is imported), libm and the NRT, initialised here;
+    parallel kernels start their thread pool through the result's ``reload_init``. A cache miss
+    compiles, and numba's compiler refreshes both contexts itself before it starts.
+    """
+    try:
+        from numba.core.runtime import rtsys
+    except ImportError:
+        target_context.refresh()
+        return
+    rtsys.initialize(target_context)
+
+
 class _NumbaCacheGuard:
     """Stands in for a numba dispatcher's ``_cache`` (numba calls ``load_overload`` before compiling a
     signature and ``save_overload`` after): verifies artefacts, survives damaged ones, counts and logs.
@@ -461,18 +485,24 @@ class _NumbaCacheGuard:
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         t0 = time.perf_counter()
-        target_context.refresh()               # numba's start-up (registries), outside the lock
-        t1 = time.perf_counter()
         if self._file is None:                 # NullCache: caching is off for this dispatcher
-            self._pending[sig] = ("numba caching off (kernel in memory)", t1, t1 - t0)
+            t1 = time.perf_counter()
+            self._pending[sig] = ("numba caching off (kernel in memory)", t1, 0.0)
             return self._inner.load_overload(sig, target_context)
+        load = _runtime_only_load(self._inner)
+        if load is None:                       # not the numba we know: its own load, with its full refresh
+            target_context.refresh()
+            load = self._inner.load_overload
+        else:
+            _numba_runtime_init(target_context)
+        t1 = time.perf_counter()
         reason, cres = None, None
         if os.path.exists(self._file._index_path):
             with _locked(self._lock_path()):   # no writer between the checksum and numba's read
                 reason = self._verify()
                 if reason is None:
                     try:
-                        cres = self._inner.load_overload(sig, target_context)
+                        cres = load(sig, target_context)
                     except Exception as exc:  # noqa: BLE001 - a damaged artefact must cost a compile, not the call
                         reason = f"numba cache unreadable ({type(exc).__name__}: {exc})"
                         self._drop([self._file._index_name])

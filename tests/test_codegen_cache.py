@@ -262,6 +262,87 @@ def test_fallback_refuses_a_shared_folder_it_does_not_own(cache_env, tmp_path):
     assert cg_cache._fallback_dir() not in (shared, tmp_path)
 
 
+# =========================================================================== cache hits skip numba's refresh
+
+LIGHT_SRC = '''import numba
+import numpy
+
+
+@numba.njit(cache=True, error_model="numpy")
+def serial(x, y):
+    if x.shape[0] != y.shape[0]:
+        raise ValueError("x and y differ in length")
+    out = numpy.empty_like(x)
+    s = 0.0
+    for i in range(x.shape[0]):
+        out[i] = numpy.sin(x[i]) * numpy.exp(-y[i] * y[i])
+        s += out[i]
+    return s, out
+
+
+@numba.njit(cache=True, parallel=True)
+def par(x):
+    s = 0.0
+    for i in numba.prange(x.shape[0]):
+        s += numpy.log1p(x[i] * x[i])
+    return s
+'''
+
+LIGHT_SCRIPT = r"""
+import json, sys
+import numpy as np
+from codegen.cache import jit_stats, load_kernel
+src = open(sys.argv[1]).read()
+serial, _ = load_kernel(src, "serial", prefix="t_light")
+par, _ = load_kernel(src, "par", prefix="t_light")
+x = np.linspace(-2.0, 3.0, 300001)
+res = {"serial": serial(x, x)[0], "par": par(x)}
+res["arraymath_after_calls"] = "numba.np.arraymath" in sys.modules
+try:
+    serial(x, x[:-1])
+except ValueError as exc:                        # a raise from cached code (numba's pickled exception)
+    res["raised"] = str(exc)
+res["stats"] = {k: jit_stats(f) for k, f in (("serial", serial), ("par", par))}
+for f in res["stats"].values():
+    f.pop("events")
+if len(sys.argv) > 2:                            # a new signature: numba's compiler, full refresh
+    xf = x.astype(np.float32)
+    res["f32"] = serial(xf, xf)[0]
+    res["arraymath_after_compile"] = "numba.np.arraymath" in sys.modules
+print("RESULT" + json.dumps(res))
+"""
+
+
+def _light_run(folder: Path, src: Path, *extra: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", LIGHT_SCRIPT, str(src), *extra], env=_w2_env(folder), cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.split("RESULT", 1)[1])
+
+
+def test_cache_hit_loads_without_numba_refresh_and_later_compiles_refresh(tmp_path):
+    """A cached kernel loads with numba's runtime only (not its registries: no ``numba.np.arraymath``,
+    hence no ``scipy.linalg``) and runs: serial, parallel, raising; a new signature of the same
+    dispatcher afterwards compiles through numba's compiler, which refreshes the registries itself."""
+    x = np.linspace(-2.0, 3.0, 300001)
+    xf = x.astype(np.float32)
+    src = tmp_path / "light.py"
+    src.write_text(LIGHT_SRC)
+    folder = tmp_path / "cache"
+    cold = _light_run(folder, src)
+    assert {k: (v["compiles"], v["loads"]) for k, v in cold["stats"].items()} == {"serial": (1, 0), "par": (1, 0)}
+    warm = _light_run(folder, src, "new signature")
+    assert {k: (v["compiles"], v["loads"], v["rejected"]) for k, v in warm["stats"].items()} == {
+        "serial": (0, 1, 0), "par": (0, 1, 0)}
+    assert not warm["arraymath_after_calls"], "a cache hit ran numba's full refresh"
+    assert warm["arraymath_after_compile"]
+    assert warm["f32"] == pytest.approx(float(np.sum(np.sin(xf) * np.exp(-xf * xf), dtype=np.float64)), rel=1e-4)
+    for r in (cold, warm):
+        assert r["serial"] == pytest.approx(float(np.sum(np.sin(x) * np.exp(-x * x))), rel=1e-12)
+        assert r["par"] == pytest.approx(float(np.sum(np.log1p(x * x))), rel=1e-12)
+        assert r["raised"] == "x and y differ in length"
+
+
 # =========================================================================== fresh processes (W2)
 
 W2_SCRIPT = r"""
