@@ -645,7 +645,8 @@ class _Emitter:
             elif isinstance(st, MatMul):
                 self.matmul(st)
             else:
-                raise TypeError(f"emit_numba: no emission for {type(st).__name__}")
+                from .numba_reduce import build_stmt
+                build_stmt(self, st)       # ArgReduce, CumSum, Concat
         # extent classes are final only now: place the statements
         self.cl.close()
         for place in self.todo:
@@ -797,7 +798,7 @@ class _Emitter:
                 prod_sum(x, y, (p, q, r), (1,))
 
     def reduce(self, st: Reduce) -> None:
-        if st.kind not in ("sum", "mean"):
+        if st.kind not in ("sum", "mean", "max", "min", "prod"):
             raise NotImplementedError(f"emit_numba: reduction {st.kind!r}")
         a = self.lookup(st.arg)
         nd = len(a.shape)
@@ -1128,6 +1129,10 @@ class _Emitter:
 
     # ------------------------------------------------------------------ reductions, stores, completions
     def plan_reduce(self, st: Reduce, v: _Val, a: _Val, axes: list[int], rmap: list) -> None:
+        if st.kind not in ("sum", "mean"):
+            from .numba_reduce import plan_fold
+            plan_fold(self, st, v, a, axes, rmap)
+            return
         nd = a.nondims
         red = [nd.index(d) for d in axes if a.shape[d] != 1]
         k = red[0]
@@ -1391,6 +1396,10 @@ class _Emitter:
         if isinstance(item, _Loop):
             self.render_loop(item, out, ind, partials)
             return
+        if item.kind in ("fold", "fold_init", "fold_fill", "custom"):
+            from .numba_reduce import render
+            render(self, item, out, ind, partials)
+            return
         op = item
         note = comment(op.note) if op.note else ""
         v = op.val
@@ -1537,7 +1546,7 @@ class _Emitter:
             if isinstance(item, _Loop):
                 for x in item.items:
                     walk(x)
-            elif item.kind in ("stmt", "update", "scatter") and item.val is not None:
+            elif item.kind in ("stmt", "update", "fold", "scatter") and item.val is not None:
                 label = item.val.name + ("" if item.kind == "stmt" else f" ({item.kind})")
                 if label not in names:
                     names.append(label)
