@@ -152,7 +152,9 @@ def main(argv=None):
     for name, f, arrays, hand, ref in (("W1", w1, [x], _w1_hand, w1_numpy), ("W2", w2, [x, y], _w2_hand, w2_numpy)):
         want = ref(*arrays)
         variants = {}
-        for label, kw in (("emitted (default)", {}), ("emitted (serial)", {"parallel_threshold": 1 << 62})):
+        for label, kw in (("emitted (default)", {}), ("emitted (serial)", {"parallel_threshold": 1 << 62}),
+                          ("emitted (libm)", {"vector_threshold": None}),
+                          ("emitted (serial, libm)", {"parallel_threshold": 1 << 62, "vector_threshold": None})):
             fn, src, t_emit = emitted(f, arrays, **kw)
             t0 = time.perf_counter()
             fn(*arrays, seed)
