@@ -8,6 +8,9 @@
   which reads numba's disk cache exactly as another process would.
 * Real fresh processes: W2's ``value_and_grad`` compiled cold, then loaded with no recompilation
   (counters, not timing); two processes compiling the same kernel at once.
+* A cache hit in a fresh process initialises numba's runtime only (not its registries: no
+  ``scipy.linalg``) and the loaded serial, parallel and raising kernels work; a later new signature
+  compiles with numba's full refresh.
 * Read-only folder: tests run as root, where ``chmod`` does not stop writes, so the folder is made
   unusable in a way that binds root too: ``SYMGRAD_CACHE_DIR`` lies *under a regular file*
   (``mkdir`` fails with ``NotADirectoryError``). The ``chmod 0555`` variant runs only where it
