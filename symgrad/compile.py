@@ -197,7 +197,7 @@ class CompiledFunction:
         jit = self._jit(e) if e.calls >= HOT_CALLS and BACKEND == "numba" else None
         all_py = all(k[0] == "py" for k in kinds)
         if jit is not None and all_py:
-            arrays = [float(a) for a in arrays]
+            arrays = [float(a) for a in arrays[:len(args)]] + arrays[len(args):]   # constants stay arrays
         with np.errstate(all="ignore"):
             if jit is not None:
                 call_args = [arrays[q.index] for q in e.kernel.params]

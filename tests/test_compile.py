@@ -218,6 +218,7 @@ def test_float_fast_path_is_the_general_path_for_floats_only():
     (lambda: sg.grad(lambda a, b, c: c * a, argnums=(2, 0)), (2.0, 5.0, 3.0), (2.0, 3.0), True),
     # a closed-over 0-d array is a kernel argument after the call's own
     (lambda: sg.value_and_grad(lambda a: a * np.array(3.0) + a ** 2), (2.0,), (10.0, 7.0), True),
+    (lambda: sg.value_and_grad(lambda a: (a * np.arange(3.0)).sum()), (2.0,), (6.0, 3.0), True),
     (lambda: sg.compile(lambda a, b: sg.sin(a) * b), (0.5, 2.0), 2.0 * np.sin(0.5), True),
     # non-float results never take the fast path: the general path's floats
     (lambda: sg.compile(lambda a: a > 0.0), (1.0,), 1.0, False),
