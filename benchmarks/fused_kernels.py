@@ -8,7 +8,8 @@ W1 ``mean(3*(x+2)**2)`` (gradient wrt x) and W2 ``sum(sin(x)*exp(-y**2) + log1p(
 loaded with ``codegen.cache.load_kernel``, as the default (``prange`` above the threshold) and as a
 serial variant. "hand" kernels are written once by hand: one fused loop, each transcendental
 evaluated once, output allocated per call like the emitted one; ``fastmath=True`` and with and
-without ``prange``. The best hand kernel is the reference (ratio 1.00). Every variant is checked
+without ``prange``. The best hand kernel is the reference (ratio 1.00). JAX's ``jit(value_and_grad)``
+is a row when ``jax`` imports (x64 enabled; set ``JAX_PLATFORMS=cpu``). Every variant is checked
 against numpy first; times are medians (and minima) of ``--repeat`` calls after warm-up, all in one
 process, the variants called in turn so that load changes hit them alike.
 """
@@ -104,6 +105,28 @@ def _w2_hand(parallel):
     return w2_hand
 
 
+def jax_variants() -> dict:
+    """W1/W2 as ``jax.jit(jax.value_and_grad(...))``, results flattened; empty without jax."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return {}
+    jax.config.update("jax_enable_x64", True)
+    f1 = jax.jit(jax.value_and_grad(lambda x: jnp.mean(3 * (x + 2) ** 2)))
+    f2 = jax.jit(jax.value_and_grad(
+        lambda x, y: jnp.sum(jnp.sin(x) * jnp.exp(-y**2) + jnp.log1p(x**2) * jnp.tanh(y)), argnums=(0, 1)))
+
+    def w1_jax(x):
+        v, g = jax.block_until_ready(f1(x))
+        return v, g
+
+    def w2_jax(x, y):
+        v, (gx, gy) = jax.block_until_ready(f2(x, y))
+        return v, gx, gy
+    return {"W1": w1_jax, "W2": w2_jax}
+
+
 def w1_numpy(x):
     t = x + 2
     return np.mean(3 * t**2), (6.0 / x.size) * t
@@ -149,6 +172,7 @@ def main(argv=None):
     seed = np.asarray(1.0)
     print(f"n = {n:,} float64, {numba.get_num_threads()} numba threads, median of {args.repeat} calls\n")
     rows = []
+    jfn = jax_variants()
     for name, f, arrays, hand, ref in (("W1", w1, [x], _w1_hand, w1_numpy), ("W2", w2, [x, y], _w2_hand, w2_numpy)):
         want = ref(*arrays)
         variants = {}
@@ -164,6 +188,8 @@ def main(argv=None):
         for par in (True, False):
             variants[f"hand fastmath {'prange' if par else 'serial'}"] = (hand(par), tuple(arrays), "")
         variants["numpy"] = (ref, tuple(arrays), "")
+        if name in jfn:
+            variants["jax jit(value_and_grad)"] = (jfn[name], tuple(arrays), "")
         for label, (fn, a, _note) in variants.items():
             if not close(fn(*a), want):
                 raise SystemExit(f"{name} {label}: wrong result")

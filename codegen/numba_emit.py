@@ -78,6 +78,26 @@ Per-element math prints to numpy's scalar functions (``numpy.exp``, ``numpy.log1
 ``Piecewise`` to ``(a if c else b)``, relations to ``(a > b)``, small integer powers to ``x**2``
 (multiplications in x's type), negative ones to ``1.0/x**2`` (numba's integer power raises at 0).
 
+Vectorised transcendentals
+--------------------------
+numba calls scalar libm for ``numpy.exp`` & co. (no SVML here), and a call keeps LLVM from
+vectorising the loop, so a transcendental-bound pass runs at one element per libm call. A flat
+pass (one loop, no inner loops: elementwise statements, stores, full sums) of at least
+``vector_threshold`` iterations (``VECTOR_THRESHOLD``) whose float64 statements call ``exp``,
+``log``, ``log1p``, ``sin``, ``cos`` or ``tanh`` (``VECTOR_MIN_CALLS``) and nothing else that a
+vector loop cannot take (another libm function, a non-integer power, float32 math) computes those
+calls with ``codegen.vmath``: branch-free fdlibm-style code (within 1 ulp of the exact value),
+inlined as straight-line statements (``m0 = sin(v0[i0])`` and its lines), which LLVM vectorises
+with the rest of the loop. Each helper returns NaN outside its domain (huge or infinite
+arguments, subnormal results, NaN), and the pass adds every helper result into a check sum
+(``vchk``): a NaN sum reruns the chunk (parallel) or the pass (serial) with numpy's scalar
+functions after resetting its accumulators, so the results are libm's wherever libm's special
+cases matter. A parallel vectorised pass runs each chunk in a module-level function
+(``_<kernel>_chunk0``) that the ``prange`` loop calls: numba's parfor passes over the long inlined
+body would take seconds. Measured (``benchmarks/fused_kernels.py``): W2 at 10**6 elements
+0.3x the time of the best hand-written libm kernel, ``sum(exp(x))`` 0.15x; numba's compile of
+such a pass takes 2-3x longer, which is why small passes keep libm.
+
 An extent no param determines (a dim that only ``Broadcast`` or a scatter target adds) reads the
 first param dim of the same size, and the split side of a ``Reshape`` is the merged extent divided
 by the rest: callers run a source only on arrays of the sizes it was emitted for (they key kernels
@@ -89,10 +109,13 @@ Limits
 An extent no param matches stays a literal. Integer indices are normalised by the IR (``x[-1]``
 reads ``v0[9]``), and the serial / ``prange`` choice depends on the sizes, so those specialise
 the source. A row read by a sibling inner loop is
-still stored in a full array. Transcendental functions are libm calls (no SVML here).
+still stored in a full array. Transcendental functions are libm calls (no SVML here) except in
+the vectorised passes above; passes with inner loops (row reductions, matmul rows) keep them.
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import keyword
 import math
 import re
@@ -513,6 +536,7 @@ class _Emitter:
         self.threshold = parallel_threshold
         self.vector_threshold = vector_threshold
         self.vchk: str | None = None     # while rendering a vectorised body: its NaN check sum
+        self.chunk_fns: list[str] = []   # module-level functions running one chunk of a parallel pass
         self.taken: set[str] = {kernel.name} | {p.name for p in kernel.params}
         for st in kernel.body:
             self.taken.add(st.target)
@@ -1383,6 +1407,8 @@ class _Emitter:
             src += "\n" + vmath.PRELUDE
         if self.consts:
             src += "\n" + "".join(f"{name} = {text}\n" for text, name in self.consts.items())
+        for fn in self.chunk_fns:
+            src += "\n\n" + fn
         return src + "\n\n" + "\n".join(lines) + "\n"
 
     def checks(self) -> list[str]:
@@ -1596,8 +1622,12 @@ class _Emitter:
                 out.append(f"{pad}{name} = numpy.zeros(({shape}), {_np_dtype(v.dtype)})  # per-chunk partial sums")
                 arr_parts[v.arr] = (name, ch)
             out.append(f"{pad}for {ch} in numba.prange({nch}):")
+            # a vectorised chunk is a function of its own: numba's parfor passes take seconds over the
+            # long inlined body, a plain function a fraction of that
+            target = [] if loop.vector else out
+            deep0 = 1 if loop.vector else ind + 1
             for acc, dt in reds:
-                out.append(f"{pad}    {parts[acc]} = {_np_dtype(dt)}({'0.0' if _is_float(dt) else '0'})")
+                target.append(f"{'    ' * deep0}{parts[acc]} = {_np_dtype(dt)}({'0.0' if _is_float(dt) else '0'})")
             # unsigned indices counted from 0 in each chunk: no negative-index wraparound, so LLVM vectorises
             lo, cnt, j = self.fresh(f"lo{k}"), self.fresh(f"cnt{k}"), self.fresh(f"j{k}")
             out.append(f"{pad}    {lo} = numba.uint64({n} * {ch} // {nch})")
@@ -1605,11 +1635,15 @@ class _Emitter:
             names = {**(partials or {}), **parts, **arr_parts}
 
             def body(deep: int) -> None:
-                out.append(f"{'    ' * deep}for {j} in range({cnt}):")
-                out.append(f"{'    ' * deep}    {iv} = {lo} + {j}")
+                target.append(f"{'    ' * deep}for {j} in range({cnt}):")
+                target.append(f"{'    ' * deep}    {iv} = {lo} + {j}")
                 for x in loop.items:
-                    self.render_item(x, out, deep + 1, names)
-            self.render_vector(loop, out, ind + 1, body, [(parts[acc], dt) for acc, dt in reds], "chunk")
+                    self.render_item(x, target, deep + 1, names)
+            self.render_vector(loop, target, deep0, body, [(parts[acc], dt) for acc, dt in reds], "chunk")
+            if loop.vector:
+                rets = "".join(f"{parts[acc]}, " for acc, _ in reds)
+                call = self.chunk_function(target, [lo, cnt], rets.rstrip(", "), what)
+                out.append(f"{pad}    {rets}= {call}" if rets else f"{pad}    {call}")
             for acc, _ in reds:
                 out.append(f"{pad}    {acc} += {parts[acc]}")
             for v in loop.array_reductions:
@@ -1634,6 +1668,23 @@ class _Emitter:
             for x in loop.items:
                 self.render_item(x, out, deep + 1, partials)
         self.render_vector(loop, out, ind, body, loop.reductions, "pass")
+
+    def chunk_function(self, body: list[str], first: list[str], ret: str, what: str) -> str:
+        """A module-level function running ``body`` (lines at function-body indentation): its
+        arguments are ``first`` and every other name the body reads and does not assign (sorted),
+        it returns ``ret``. Returns the code calling it."""
+        tree = ast.parse("def _f():\n" + "\n".join(body))
+        stored = {x.id for x in ast.walk(tree) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+        loaded = {x.id for x in ast.walk(tree) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)}
+        glob = set(RESERVED) | set(self.consts.values()) | set(dir(builtins))
+        args = first + sorted(loaded - stored - glob - set(first))
+        name = self.fresh(f"_{self.k.name}_chunk{len(self.chunk_fns)}")
+        lines = ['@numba.njit(error_model="numpy")', f"def {name}({', '.join(args)}):",
+                 f'    """one chunk of the pass: {what}"""', *body]
+        if ret:
+            lines.append(f"    return ({ret}{',' if ',' not in ret else ''})")
+        self.chunk_fns.append("\n".join(lines) + "\n")
+        return f"{name}({', '.join(args)})"
 
     def render_vector(self, loop: _Loop, out: list[str], ind: int, body: Any, accs: list, what: str) -> None:
         """``body`` (a function rendering the loop at an indentation); for a vectorised loop, with

@@ -2,9 +2,9 @@
 
 numba lowers ``numpy.sin`` and friends to scalar libm calls (no SVML here), and a call in a loop
 body keeps LLVM from vectorising the loop. These functions are written only with arithmetic,
-comparisons and bit casts, without branches (both sides of a choice are computed and selected),
-so once numba inlines them a loop over arrays runs them 4 (AVX2) or 8 (AVX-512) elements at a
-time. They follow the classical fdlibm algorithms (the same range reductions and minimax
+comparisons, ``copysign`` and bit casts, without branches (both sides of a choice are computed and
+selected), so a loop that inlines them runs several elements at a time (4 doubles per AVX2
+vector). They follow the classical fdlibm algorithms (the same range reductions and minimax
 coefficients, Cephes' rational for small ``tanh``), whose error bound is below 1 ulp; ``tanh``
 above 0.625 is ``1 - 2/(exp(2|x|) + 1)``, within 2 ulp.
 
@@ -25,9 +25,13 @@ sin, cos  ``|x| < 2**19``
 tanh      any non-NaN ``x``
 ========  ===================================
 
-The text between the two ``kernel helpers`` markers below is copied verbatim into every generated
-kernel that uses the functions (``HELPERS``), so a kernel file stands alone and its content hash
-covers them; ``NAMES`` maps a SymPy function name to the helper that computes it.
+The jitted functions (``vexp``...) are for tests and direct use. Generated kernels do not call
+them: ``inline`` turns a helper, and the helpers it calls, into straight-line statements of the
+kernel (numba would compile every called helper as a function of its own, a Python wrapper
+included, which costs seconds), and the kernel file copies ``PRELUDE`` (the bit casts and two
+constants, the text between the ``kernel prelude`` markers below), so it stands alone and its
+content hash covers everything it runs. Helpers must therefore be straight-line: assignments, then
+one ``return``; choices are ``a if c else b`` on values already computed.
 """
 from __future__ import annotations
 

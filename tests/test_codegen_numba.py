@@ -653,3 +653,104 @@ def test_batched_matmul_is_not_emitted():
     kernel = value_and_grad_kernel(lambda x, y: (x @ y).sum(), a, b)
     with pytest.raises(NotImplementedError):
         emit_numba(kernel)
+
+
+# =========================================================================== vectorised transcendentals (codegen.vmath)
+
+def _w2_torch(x, y):
+    import torch
+
+    return (torch.sin(x) * torch.exp(-y**2) + torch.log1p(x**2) * torch.tanh(y)).sum()
+
+
+def nested(x, y):
+    """Transcendentals of transcendentals, a log, a mean, and sin and cos of one argument."""
+    return (sg.exp(sg.sin(x)) * sg.cos(x) + sg.log(1 + y**2) * sg.tanh(x * y) - sg.sin(y) ** 2).mean()
+
+
+def _nested_torch(x, y):
+    import torch
+
+    return (torch.exp(torch.sin(x)) * torch.cos(x) + torch.log(1 + y**2) * torch.tanh(x * y)
+            - torch.sin(y) ** 2).mean()
+
+
+VECTOR = {"w2": (w2, _w2_torch), "nested": (nested, _nested_torch)}
+
+
+def _check_vs_torch(case: str, arrays: list, got: tuple, rtol: float) -> None:
+    f, f_torch = VECTOR[case]
+    v, grads = _torch_value_and_grads(f_torch, [a.astype(np.float64) for a in arrays])
+    np.testing.assert_allclose(got[0], v, rtol=rtol, atol=rtol)
+    for g, gt, a in zip(got[1:], grads, arrays):
+        assert g.dtype == a.dtype and g.shape == a.shape
+        np.testing.assert_allclose(g, gt, rtol=rtol, atol=rtol * max(1.0, np.abs(gt).max()))
+
+
+@pytest.mark.parametrize(("sizes", "kw", "dt", "vector"), [
+    ((1, 2, 3, 5, 17, 1000), {"vector_threshold": 1}, "float64", True),      # tiny and odd sizes
+    ((40_001,), {}, "float64", True),                                        # the default rule, serial
+    (((1 << 17) + 3,), {}, "float64", True),                                  # prange chunks
+    ((5, 40_001), {"vector_threshold": 1}, "float32", False),                # float32 keeps libm
+])
+@pytest.mark.parametrize("case", sorted(VECTOR))
+def test_vector_math_values_and_grads(case, sizes, kw, dt, vector):
+    """Kernels whose transcendentals are computed by ``codegen.vmath``: values and gradients equal
+    torch (float64 rtol 1e-10) and the kernel of the same IR with numpy's scalar functions."""
+    f = VECTOR[case][0]
+    rng = np.random.default_rng(3)
+    rtol = 1e-10 if dt == "float64" else 2e-5
+    for n in sizes:
+        arrays = [rng.uniform(-3, 3, n).astype(dt), rng.uniform(-3, 3, n).astype(dt)]
+        kernel, consts = _value_and_grad(f, *arrays)
+        args = _args(kernel, [*arrays, *consts], np.asarray(1.0, dtype=dt))
+        _, f_nb, src = _compiled(kernel, **kw)
+        # (a size-1 dim has no loop: one element is computed before any pass, with libm)
+        assert ("_vm_" in src) == (vector and n > 1) and ("prange" in src) == (n > 1 << 17), src
+        got = f_nb(*args)
+        _check_vs_torch(case, arrays, got, rtol)
+        if dt == "float64":
+            libm = _compiled(kernel, vector_threshold=None)[1](*args)
+            for g, w in zip(got, libm):
+                np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("n", [1000, (1 << 17) + 3])
+def test_vector_math_reruns_chunks_out_of_its_domain(n):
+    """Arguments outside a helper's domain (huge, infinite, NaN) make their chunk run again with
+    numpy's functions: the results are libm's there (NaN where libm gives NaN), vmath's elsewhere."""
+    rng = np.random.default_rng(4)
+    x, y = rng.uniform(-3, 3, n), rng.uniform(-3, 3, n)
+    x[3], y[n // 2], x[-2] = 1e7, 800.0, -6e5         # sin/cos, exp(-y**2), sin/cos: libm's range
+    kernel = value_and_grad_kernel(w2, x, y)
+    _, f_nb, src = _compiled(kernel, vector_threshold=1)
+    assert "if vchk != vchk:" in src and ("prange" in src) == (n > 1 << 17)
+    seed = np.asarray(1.0)
+    _check_vs_torch("w2", [x, y], f_nb(x, y, seed), 1e-10)
+    x[n // 3], y[7] = np.nan, np.inf
+    got = f_nb(x, y, seed)
+    want = _compiled(kernel, vector_threshold=None)[1](x, y, seed)
+    assert np.isnan(got[0]) and np.isnan(want[0])
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+
+
+def test_vector_math_rule():
+    """vmath only in flat float64 passes of at least ``vector_threshold`` iterations whose other work
+    vectorises; the libm loop stays as the fallback; the text is deterministic."""
+    big, small = np.ones(40_001), np.ones(1000)
+    src = emit_numba(value_and_grad_kernel(w2, big, big))
+    assert src.count("_vm_bits(") > 5 and "numpy.sin(" in src and "numpy.tanh(" in src
+    assert src == emit_numba(value_and_grad_kernel(w2, big, big))
+    assert "_vm_" not in emit_numba(value_and_grad_kernel(w2, small, small))
+    assert "_vm_" in emit_numba(value_and_grad_kernel(w2, small, small), vector_threshold=1000)
+    assert "_vm_" not in emit_numba(value_and_grad_kernel(w2, big, big), vector_threshold=None)
+    f32 = big.astype(np.float32)
+    assert "_vm_" not in emit_numba(value_and_grad_kernel(w2, f32, f32))
+    # another libm call in the pass (a non-integer power): the loop would not vectorise anyway
+    assert "_vm_" not in emit_numba(value_and_grad_kernel(lambda x: (sg.sin(x) * sg.abs(x) ** 1.5).sum(), big))
+    # no transcendental: nothing to do
+    assert "_vm_" not in emit_numba(value_and_grad_kernel(w1, big))
+    # rows of a matrix (inner loops): left alone
+    assert "_vm_" not in emit_numba(value_and_grad_kernel(lambda x: sg.exp(x).sum(1).mean(), np.ones((300, 200))))
