@@ -458,10 +458,13 @@ def test_zero_size_and_nan():
     assert np.all(np.isinf(t2) | np.isnan(t2))
 
 
-def test_on_disk_cache():
-    """Imported from its real file, the kernel is cached by numba: another process loads it."""
+@pytest.mark.parametrize("kw", [{}, {"vector_threshold": 1, "parallel_threshold": 1}])
+def test_on_disk_cache(kw):
+    """Imported from its real file, the kernel is cached by numba: another process loads it (also a
+    vectorised parallel kernel, whose chunks run in a module-level function)."""
     kernel = value_and_grad_kernel(w2, np.ones(4), np.ones(4))
-    _, f_nb, src = _compiled(kernel)
+    _, f_nb, src = _compiled(kernel, **kw)
+    assert ("_vm_" in src) == ("_chunk0(" in src) == bool(kw)
     f_nb(np.ones(4), np.ones(4), np.asarray(1.0))
     assert list(cg_cache.cache_dir().glob("__pycache__/test_nb_*.nbi")), "numba wrote no index"
     code = (f"import sys, numpy as np; sys.path.insert(0, {str(ROOT)!r}); from codegen.cache import load_kernel; "
