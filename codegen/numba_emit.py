@@ -83,12 +83,14 @@ Vectorised transcendentals
 numba calls scalar libm for ``numpy.exp`` & co. (no SVML here), and a call keeps LLVM from
 vectorising the loop, so a transcendental-bound pass runs at one element per libm call. A flat
 pass (one loop, no inner loops: elementwise statements, stores, full sums) of at least
-``vector_threshold`` iterations (``VECTOR_THRESHOLD``) whose float64 statements call ``exp``,
+``vector_threshold`` iterations (``VECTOR_THRESHOLD``) whose float statements call ``exp``,
 ``log``, ``log1p``, ``sin``, ``cos`` or ``tanh`` (``VECTOR_MIN_CALLS``) and nothing else that a
-vector loop cannot take (another libm function, a non-integer power, float32 math) computes those
-calls with ``codegen.vmath``: branch-free fdlibm-style code (within 1 ulp of the exact value),
-inlined as straight-line statements (``m0 = sin(v0[i0])`` and its lines), which LLVM vectorises
-with the rest of the loop. Each helper returns NaN outside its domain (huge or infinite
+vector loop cannot take (another libm function, a non-integer power, an argument of another float
+type than its statement's, which numpy would compute in that type) computes those calls with
+``codegen.vmath``: branch-free fdlibm-style code (within 1 ulp of the exact value), inlined as
+straight-line statements (``m0 = sin(v0[i0])`` and its lines), which LLVM vectorises with the rest
+of the loop. In a float32 statement the helper runs in float64 and its result is rounded to
+float32 (float32 W2: 0.31x the libm kernel's time). Each helper returns NaN outside its domain (huge or infinite
 arguments, subnormal results, NaN), and the pass adds every helper result into a check sum
 (``vchk``): a NaN sum reruns the chunk (parallel) or the pass (serial) with numpy's scalar
 functions after resetting its accumulators, so the results are libm's wherever libm's special
@@ -187,12 +189,15 @@ def _small(expr: sp.Expr, limit: int = 7) -> bool:
     return True
 
 
-def _vector_calls(expr: sp.Expr) -> tuple[int, int]:
-    """(calls ``codegen.vmath`` computes, other calls that keep a loop scalar) in ``expr``."""
+def _vector_calls(expr: sp.Expr, foreign: set[str]) -> tuple[int, int]:
+    """(calls ``codegen.vmath`` computes, other calls that keep a loop scalar) in ``expr``; a call
+    whose argument reads a symbol in ``foreign`` (a float type other than the statement's: numpy
+    would compute it in that precision) is another call."""
     vec = other = 0
     for node in sp.preorder_traversal(expr):
         if isinstance(node, sp.Function):
-            if type(node).__name__ in vmath.NAMES and len(node.args) == 1:
+            if (type(node).__name__ in vmath.NAMES and len(node.args) == 1
+                    and not {s.name for s in node.args[0].free_symbols} & foreign):
                 vec += 1
             elif not isinstance(node, _VECTOR_SAFE):
                 other += 1
@@ -1455,9 +1460,10 @@ class _Emitter:
 
     def decide_vector(self) -> None:
         """Mark the flat passes of at least ``vector_threshold`` iterations whose per-element work is
-        transcendental calls ``codegen.vmath`` computes (float64, at least ``VECTOR_MIN_CALLS``) and
-        code LLVM vectorises: elementwise statements, stores and full reductions, no other libm
-        call, no inner loop."""
+        transcendental calls ``codegen.vmath`` computes (in float statements, on arguments of the
+        statement's float type or integers for float64; at least ``VECTOR_MIN_CALLS``) and code LLVM
+        vectorises: elementwise statements, stores and full reductions, no other libm call, no
+        inner loop."""
         if self.vector_threshold is None:
             return
         for loop in self.root:
@@ -1470,16 +1476,22 @@ class _Emitter:
                         op.kind == "update" and "acc" not in op.data):
                     break
                 if op.kind == "stmt" and "expr" in op.data:
-                    v, o = _vector_calls(op.data["expr"])
-                    if op.val.dtype != "float64":
+                    dt = op.val.dtype
+                    foreign = {sym for sym, r in zip(op.data["syms"], op.reads)
+                               if r[0].dtype != dt and (dt == "float32" or _is_float(r[0].dtype))}
+                    v, o = _vector_calls(op.data["expr"], foreign)
+                    if dt not in ("float64", "float32"):
                         v, o = 0, o + v
                     vec, other = vec + v, other + o
             else:
                 loop.vector = vec >= VECTOR_MIN_CALLS and not other
 
-    def lift_calls(self, expr: sp.Expr, pr: NumbaPrinter, names: dict, out: list[str], pad: str) -> sp.Expr:
+    def lift_calls(self, expr: sp.Expr, pr: NumbaPrinter, names: dict, out: list[str], pad: str,
+                   dtype: str) -> sp.Expr:
         """``expr`` with each ``vmath`` function application replaced by a register computed (inner
-        ones first) by the helper's inlined statements, each result added to the NaN check sum."""
+        ones first) by the helper's inlined statements, each result added to the NaN check sum. In a
+        float32 statement the helper runs in float64 and its result is rounded to float32 (so the
+        rest of the statement stays float32 arithmetic)."""
         apps = [a for a in sp.preorder_traversal(expr)
                 if isinstance(a, sp.Function) and type(a).__name__ in vmath.NAMES and len(a.args) == 1]
         apps = sorted(set(apps), key=lambda a: (sp.count_ops(a), sp.default_sort_key(a)))
@@ -1493,7 +1505,7 @@ class _Emitter:
             out.append(f"{pad}# {sym.name} = {type(a).__name__}({arg}) by codegen.vmath.{helper}")
             lines, res = vmath.inline(helper, arg, self.fresh, sym.name)
             out.extend(f"{pad}{line}" for line in lines)
-            out.append(f"{pad}{sym.name} = {res}")
+            out.append(f"{pad}{sym.name} = {res if dtype == 'float64' else f'{_np_dtype(dtype)}({res})'}")
             lifted[a] = sym
         if lifted:
             self.n_radd_used = True
@@ -1591,14 +1603,14 @@ class _Emitter:
                     self.cse_counter += 1
             reps, (expr,) = sp.cse([expr], symbols=temps(), order="canonical")
         pr = NumbaPrinter(names, v.dtype)
-        lift = self.vchk is not None and v.dtype == "float64"
+        lift = self.vchk is not None and v.dtype in ("float64", "float32")
         for s, e in reps:
             if lift:
-                e = self.lift_calls(e, pr, names, out, pad)
+                e = self.lift_calls(e, pr, names, out, pad, v.dtype)
             names[s.name] = s.name
             out.append(f"{pad}{s.name} = {pr.doprint(e)}")
         if lift:
-            expr = self.lift_calls(expr, pr, names, out, pad)
+            expr = self.lift_calls(expr, pr, names, out, pad, v.dtype)
         out.append(f"{pad}{v.var} = {_np_dtype(v.dtype)}({pr.doprint(expr)})")
 
     def render_loop(self, loop: _Loop, out: list[str], ind: int, partials: dict | None) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy as sp
+from sympy.codegen.cfunctions import log1p
 
 import symgrad as sg
 from codegen import cache as cg_cache
@@ -694,12 +695,13 @@ def _check_vs_torch(case: str, arrays: list, got: tuple, rtol: float) -> None:
     ((1, 2, 3, 5, 17, 1000), {"vector_threshold": 1}, "float64", True),      # tiny and odd sizes
     ((40_001,), {}, "float64", True),                                        # the default rule, serial
     (((1 << 17) + 3,), {}, "float64", True),                                  # prange chunks
-    ((5, 40_001), {"vector_threshold": 1}, "float32", False),                # float32 keeps libm
+    ((5, 40_001), {"vector_threshold": 1}, "float32", True),                 # float64 helpers, rounded
 ])
 @pytest.mark.parametrize("case", sorted(VECTOR))
 def test_vector_math_values_and_grads(case, sizes, kw, dt, vector):
     """Kernels whose transcendentals are computed by ``codegen.vmath``: values and gradients equal
-    torch (float64 rtol 1e-10) and the kernel of the same IR with numpy's scalar functions."""
+    torch (float64 rtol 1e-10, float32 2e-5) and the kernel of the same IR with numpy's scalar
+    functions; float32 outputs stay float32."""
     f = VECTOR[case][0]
     rng = np.random.default_rng(3)
     rtol = 1e-10 if dt == "float64" else 2e-5
@@ -750,10 +752,31 @@ def test_vector_math_rule():
     assert "_vm_" in emit_numba(value_and_grad_kernel(w2, small, small), vector_threshold=1000)
     assert "_vm_" not in emit_numba(value_and_grad_kernel(w2, big, big), vector_threshold=None)
     f32 = big.astype(np.float32)
-    assert "_vm_" not in emit_numba(value_and_grad_kernel(w2, f32, f32))
+    assert "= numpy.float32(m0_r" in emit_numba(value_and_grad_kernel(w2, f32, f32))
     # another libm call in the pass (a non-integer power): the loop would not vectorise anyway
     assert "_vm_" not in emit_numba(value_and_grad_kernel(lambda x: (sg.sin(x) * sg.abs(x) ** 1.5).sum(), big))
     # no transcendental: nothing to do
     assert "_vm_" not in emit_numba(value_and_grad_kernel(w1, big))
     # rows of a matrix (inner loops): left alone
     assert "_vm_" not in emit_numba(value_and_grad_kernel(lambda x: sg.exp(x).sum(1).mean(), np.ones((300, 200))))
+
+
+def test_vector_math_integer_and_float32_arguments():
+    """A float64 statement's helpers take int64 arguments (converted, as numpy does) and give the numpy
+    emission's results; a float32 argument of a float64 statement (numpy computes that call in
+    float32) keeps the pass on libm, as does a float64 or int64 one of a float32 statement."""
+    v0, v1 = S("v0"), S("v1")
+
+    def kernel(dt1: str, dt: str = "float64") -> Kernel:
+        body = (
+            Elementwise("t0", sp.exp(v0 / 7) + sp.sin(v0) * log1p(v1 ** 2) + sp.tanh(v1), (50,), dt, "mixed"),
+            Reduce("t1", "sum", "t0", (0,), False, (), dt, "sum"),
+        )
+        return Kernel("mixed", (P("v0", 0, (50,), "int64"), P("v1", 1, (50,), dt1)), body, ("t0", "t1"))
+    rng = np.random.default_rng(8)
+    assert "_vm_" in _compiled(kernel("float64"), vector_threshold=1)[2]
+    check(kernel("float64"), [rng.integers(-600, 600, 50), rng.uniform(-3, 3, 50)], vector_threshold=1)
+    assert "_vm_" not in emit_numba(kernel("float32"), vector_threshold=1)
+    assert "_vm_" not in emit_numba(kernel("float64", "float32"), vector_threshold=1)
+    # int64 in a float32 statement: numpy computes exp(v0 / 7) in float64
+    assert "_vm_" not in emit_numba(kernel("float32", "float32"), vector_threshold=1)
