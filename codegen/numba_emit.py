@@ -192,11 +192,14 @@ def _small(expr: sp.Expr, limit: int = 7) -> bool:
 def _vector_calls(expr: sp.Expr, foreign: set[str]) -> tuple[int, int]:
     """(calls ``codegen.vmath`` computes, other calls that keep a loop scalar) in ``expr``; a call
     whose argument reads a symbol in ``foreign`` (a float type other than the statement's: numpy
-    would compute it in that precision) is another call."""
+    would compute it in that precision) is another call, and so is one in a ``Piecewise`` branch
+    (the helper would run on the elements the branch is not taken for, as ``log`` of the
+    non-positive ones in ``where(x > 0, log(x), 0)``, and its NaN would rerun every chunk)."""
     vec = other = 0
+    guarded = {a for pw in expr.atoms(sp.Piecewise) for value, _ in pw.args for a in sp.preorder_traversal(value)}
     for node in sp.preorder_traversal(expr):
         if isinstance(node, sp.Function):
-            if (type(node).__name__ in vmath.NAMES and len(node.args) == 1
+            if (type(node).__name__ in vmath.NAMES and len(node.args) == 1 and node not in guarded
                     and not {s.name for s in node.args[0].free_symbols} & foreign):
                 vec += 1
             elif not isinstance(node, _VECTOR_SAFE):

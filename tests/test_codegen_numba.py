@@ -755,6 +755,9 @@ def test_vector_math_rule():
     assert "= numpy.float32(m0_r" in emit_numba(value_and_grad_kernel(w2, f32, f32))
     # another libm call in the pass (a non-integer power): the loop would not vectorise anyway
     assert "_vm_" not in emit_numba(value_and_grad_kernel(lambda x: (sg.sin(x) * sg.abs(x) ** 1.5).sum(), big))
+    # a transcendental in a where branch would also run where the branch is not taken
+    assert "_vm_" not in emit_numba(value_and_grad_kernel(lambda x: sg.where(x > 0, sg.log(x), x).sum(), big))
+    assert "_vm_" in emit_numba(value_and_grad_kernel(lambda x: (sg.relu(x) * sg.tanh(x)).sum(), big))
     # no transcendental: nothing to do
     assert "_vm_" not in emit_numba(value_and_grad_kernel(w1, big))
     # rows of a matrix (inner loops): left alone
