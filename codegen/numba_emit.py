@@ -222,6 +222,10 @@ def _is_float(dtype: str) -> bool:
 # =========================================================================== printing
 
 
+#: a 2-d @ 2-d product with at least this many multiply-adds keeps the numpy kernel (BLAS)
+BLAS_MATMUL_FLOPS = 1 << 16
+
+
 class NumbaPrinter(KernelPrinter):
     """Prints one element of an elementwise expression as scalar code numba compiles.
 
@@ -814,6 +818,10 @@ class _Emitter:
         ra, rb = len(a.shape), len(b.shape)
         if ra not in (1, 2) or rb not in (1, 2):
             raise NotImplementedError("emit_numba: batched matmul")
+        if ra == 2 and rb == 2 and min(a.shape[0], b.shape[1]) > 1 and (
+                a.shape[0] * a.shape[1] * b.shape[1] >= BLAS_MATMUL_FLOPS):
+            # a real matrix-matrix product: blocked BLAS (the numpy kernel) beats fused loops by 4-25x
+            raise NotImplementedError("emit_numba: matrix-matrix product large enough for BLAS")
         dt = st.dtype
 
         def tmp(kind: type, *args: Any) -> str:

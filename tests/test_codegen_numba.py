@@ -785,3 +785,23 @@ def test_vector_math_integer_and_float32_arguments():
     assert "_vm_" not in emit_numba(kernel("float64", "float32"), vector_threshold=1)
     # int64 in a float32 statement: numpy computes exp(v0 / 7) in float64
     assert "_vm_" not in emit_numba(kernel("float32", "float32"), vector_threshold=1)
+
+
+def test_large_matrix_matrix_products_keep_blas():
+    """A 2-d @ 2-d product with many multiply-adds stays on the numpy kernel (BLAS); values still
+    equal torch. Matrix-vector products stay fused (W5)."""
+    import torch
+
+    f = sg.value_and_grad(lambda A, B: sg.tanh(A @ B).sum(), argnums=(0, 1))
+    A = np.random.default_rng(0).normal(size=(64, 48))
+    B = np.random.default_rng(1).normal(size=(48, 40))
+    for _ in range(3):
+        value, (ga, gb) = f(A, B)
+    entry = next(iter(f._entries.values()))
+    assert entry.jit is None and "matrix-matrix" in entry.jit_source
+    At, Bt = torch.tensor(A, requires_grad=True), torch.tensor(B, requires_grad=True)
+    out = torch.tanh(At @ Bt).sum()
+    out.backward()
+    np.testing.assert_allclose(value, out.item(), rtol=1e-10)
+    np.testing.assert_allclose(ga, At.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(gb, Bt.grad.numpy(), rtol=1e-10)
