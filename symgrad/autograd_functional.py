@@ -131,6 +131,16 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
     return _nest(blocks, in_tuple, in_tuple)
 
 
+def _default_v(v: Any, ins: tuple) -> Any:
+    """``v`` may be left out for a single one-element input (torch's rule): it is then 1."""
+    if v is not None:
+        return v
+    if len(ins) != 1 or ins[0].numel() != 1:
+        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
+                           "single Tensor with a single element.")
+    return Tensor(np.ones(tuple(ins[0].shape), dtype=ins[0].dtype.np))
+
+
 def _v_tuple(v: Any, like: tuple, what: str) -> tuple:
     _, vs = _as_tuple(v)
     if len(vs) != len(like):
@@ -170,12 +180,7 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     """``torch.autograd.functional.jvp``: ``(func(inputs), J v)`` (forward mode on the DAG)."""
     in_tuple, ins = _as_tuple(inputs)
     _check_tensors(ins, "inputs", "jvp")
-    if v is None:
-        if len(ins) != 1 or ins[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                               "single Tensor with a single element.")
-        v = Tensor(np.ones(tuple(ins[0].shape), dtype=ins[0].dtype.np))
-    vs = _v_tuple(v, ins, "input")
+    vs = _v_tuple(_default_v(v, ins), ins, "input")
     if strict:
         _strict_check(func, ins)
     if create_graph:
@@ -189,12 +194,7 @@ def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     """``torch.autograd.functional.vhp``: ``(func(inputs), v^T H)``."""
     in_tuple, ins = _as_tuple(inputs)
     _check_tensors(ins, "inputs", "vhp")
-    if v is None:
-        if len(ins) != 1 or ins[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                               "single Tensor with a single element.")
-        v = Tensor(np.ones(tuple(ins[0].shape), dtype=ins[0].dtype.np))
-    vs = _v_tuple(v, ins, "input")
+    vs = _v_tuple(_default_v(v, ins), ins, "input")
     if strict:
         _strict_check(func, ins, hessian=True)
     from . import autograd

@@ -16,7 +16,7 @@ import sympy as sp
 from . import dtypes
 from .autodiff import backward_graph
 from .grad_mode import enable_grad, is_grad_enabled
-from .graph import Node, toposort
+from .graph import Node, substitute, toposort
 from .ops import A, OpDef, apply, register
 from .ops import source as _src
 from .simplify import simplify_graph
@@ -141,7 +141,6 @@ class CompiledFunction:
             outs = outs + grads
         t1 = time.perf_counter()
         outs = simplify_graph(outs)
-        from .graph import toposort
         consts = [n for n in toposort(outs) if n.op is _src.const]
         params = [(lv._node, "v", i) for i, lv in enumerate(leaves)]
         params += [(c, "v", len(leaves) + k) for k, c in enumerate(consts)]
@@ -394,7 +393,7 @@ class CompiledFunction:
         grads, _ = backward_graph([root], [stand], leaves)
         mapping = {lv.id: x for lv, x in zip(leaves, inputs)}
         mapping[stand.id] = seed
-        return [None if gr is None or not x.requires_grad else _substitute(gr, mapping)
+        return [None if gr is None or not x.requires_grad else substitute(gr, mapping)
                 for gr, x in zip(grads, inputs)]
 
     # ------------------------------------------------------------------ inspection
@@ -431,21 +430,6 @@ class CompiledFunction:
         return hessian(self.fn, self.argnums if argnums is None else argnums).sparsity(*args)
 
 
-def _substitute(root: Node, mapping: dict[int, Node]) -> Node:
-    """``root`` with the nodes of ``mapping`` replaced (a rebuilt copy of what depends on them)."""
-    done: dict[int, Node] = {}
-    for n in toposort([root], stop=lambda m: m.id in mapping):
-        if n.id in mapping:
-            done[n.id] = mapping[n.id]
-            continue
-        ins = tuple(done[i.id] for i in n.inputs)
-        if all(a is b for a, b in zip(ins, n.inputs)):
-            done[n.id] = n
-            continue
-        diff = n.op.diff_args
-        rg = any(x.requires_grad for i, x in enumerate(ins) if diff is None or i in diff)
-        done[n.id] = Node(n.op, ins, n.attrs, n.shape, n.dtype, requires_grad=rg)
-    return done[root.id]
 
 
 def _pass_through_lower(node: Node, target: str, args: list[str]) -> list:

@@ -20,7 +20,7 @@ from codegen import ir
 from codegen.printer import KernelPrinter
 
 from . import _trace
-from .graph import Node, toposort
+from .graph import Node, substitute
 from .ops import OUT, REGISTRY, A, OpDef, register
 from .ops import source as _src
 from .ops.base import broadcast_shapes, elementwise_infer
@@ -363,23 +363,6 @@ def _unique_op_name(base: str) -> str:
     return name
 
 
-def _substitute(root: Node, mapping: dict[int, Node], forbidden: set[int], what: str) -> Node:
-    """``root`` with the nodes of ``mapping`` replaced (a rebuilt copy of what depends on them)."""
-    done: dict[int, Node] = {}
-    for n in toposort([root]):
-        if n.id in forbidden:
-            raise ValueError(what)
-        if n.id in mapping:
-            done[n.id] = mapping[n.id]
-            continue
-        ins = tuple(done[i.id] for i in n.inputs)
-        if all(a is b for a, b in zip(ins, n.inputs)):
-            done[n.id] = n
-            continue
-        diff = n.op.diff_args
-        rg = any(x.requires_grad for i, x in enumerate(ins) if diff is None or i in diff)
-        done[n.id] = Node(n.op, ins, n.attrs, n.shape, n.dtype, requires_grad=rg)
-    return done[root.id]
 
 
 class CustomRule:
@@ -560,7 +543,7 @@ class CustomRule:
         forbidden = {t.id for t in tangents}
         what = (f"the jvp rule of custom rule {self.name!r} is not linear in its tangents (its transpose, the VJP, "
                 "still depends on them): a JVP must be a linear function of the tangents")
-        return [None if gr is None else _substitute(gr, mapping, forbidden, what) for gr in grads]
+        return [None if gr is None else substitute(gr, mapping, forbidden, what) for gr in grads]
 
 
 def custom_rule(fn: Callable[..., Any] | None = None, *, vjp: Callable[..., Any] | None = None,

@@ -79,3 +79,28 @@ def toposort(roots: Iterable[Node], stop: Any = None) -> list[Node]:
                 stack.pop()
                 order.append(node)
     return order
+
+
+def substitute(root: Node, mapping: dict[int, Node], forbidden: frozenset[int] | set[int] = frozenset(),
+               what: str = "") -> Node:
+    """``root`` with the nodes of ``mapping`` (by id) replaced: a rebuilt copy of what depends on them.
+
+    With ``forbidden``, the whole graph below ``root`` is walked and reaching one of those ids raises
+    ``ValueError(what)``; without, the walk stops at the replaced nodes.
+    """
+    done: dict[int, Node] = {}
+    stop = None if forbidden else (lambda m: m.id in mapping)
+    for n in toposort([root], stop=stop):
+        if n.id in forbidden:
+            raise ValueError(what)
+        if n.id in mapping:
+            done[n.id] = mapping[n.id]
+            continue
+        ins = tuple(done[i.id] for i in n.inputs)
+        if all(a is b for a, b in zip(ins, n.inputs)):
+            done[n.id] = n
+            continue
+        diff = n.op.diff_args
+        rg = any(x.requires_grad for i, x in enumerate(ins) if diff is None or i in diff)
+        done[n.id] = Node(n.op, ins, n.attrs, n.shape, n.dtype, requires_grad=rg)
+    return done[root.id]
