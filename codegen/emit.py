@@ -38,6 +38,22 @@ def _small(expr: sp.Expr, limit: int) -> bool:
     return True
 
 
+def _repeats(expr: sp.Expr) -> bool:
+    """Whether some compound subexpression occurs twice (else ``sympy.cse`` has nothing to bind but
+    partial products, and is the costliest step of emission)."""
+    seen: set = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if not e.args:
+            continue
+        if e in seen:
+            return True
+        seen.add(e)
+        stack.extend(e.args)
+    return False
+
+
 def _cse(stmt: Elementwise, counter: list[int]) -> list[tuple[str, sp.Expr]]:
     """Common subexpressions of one fused expression, bound to fresh ``c`` temps."""
     def temps():
@@ -45,7 +61,7 @@ def _cse(stmt: Elementwise, counter: list[int]) -> list[tuple[str, sp.Expr]]:
             counter[0] += 1
             yield sp.Symbol(f"c{counter[0] - 1}", real=True)
 
-    if _small(stmt.expr, 4):
+    if _small(stmt.expr, 4) or not _repeats(stmt.expr):
         return [(stmt.target, stmt.expr)]
     reps, (reduced,) = sp.cse([stmt.expr], symbols=temps(), order="none")
     return [(str(s), e) for s, e in reps] + [(stmt.target, reduced)]

@@ -54,6 +54,23 @@ class _Pass:
     roots: list = field(default_factory=list)     # (kind "sum" | "mean" | "out", name, expr, d)
 
 
+#: the most nodes (counted as a tree) one inlined stencil expression may have; a deep chain reusing
+#: its value grows exponentially as a tree
+MAX_TREE = 400
+
+
+def _too_big(e: sp.Expr, limit: int = MAX_TREE) -> bool:
+    seen, stack = 0, [e]
+    while stack:
+        x = stack.pop()
+        if x.args:
+            seen += 1
+            if seen > limit:
+                return True
+            stack.extend(x.args)
+    return False
+
+
 def _lit(text: str) -> sp.Expr | None:
     m = re.fullmatch(r"\s*(?:numpy\.asarray\()?\s*([-+0-9.eE]+)\s*\)?\s*", text)
     return sp.sympify(m.group(1)) if m else None
@@ -201,6 +218,8 @@ class _Stencil:
                     raise _No("operands of different extents")
                 d = a.d
         e = st.expr.xreplace(rep)
+        if _too_big(e):
+            raise _No("inlined expression too large (a deep chain): the general emitter keeps temporaries")
         if rank == 0:
             if any(self.lookup(s.name).rank for s in st.expr.free_symbols):
                 raise _No("a 1-d operand of a 0-d statement")

@@ -805,3 +805,34 @@ def test_large_matrix_matrix_products_keep_blas():
     np.testing.assert_allclose(value, out.item(), rtol=1e-10)
     np.testing.assert_allclose(ga, At.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(gb, Bt.grad.numpy(), rtol=1e-10)
+
+
+def test_deep_chain_emits_without_inlining_blowup():
+    """W6's chain reuses h twice per layer: inlined as one tree it doubles per layer. The 1-d stencil
+    path must give up (bounded tree walk) and the general emitter keep temporaries."""
+    import importlib
+
+    from codegen.numba_emit import emit_numba
+    from codegen.numba_stencil import MAX_TREE, _too_big
+
+    def chain(x):
+        h = x
+        for _ in range(40):
+            h = sg.sin(h) * sg.cos(x) + h * 0.5
+        return h.sum()
+
+    compile_module = importlib.import_module("symgrad.compile")
+    backend, compile_module.BACKEND = compile_module.BACKEND, "numpy"
+    try:
+        vg = sg.value_and_grad(chain)
+        vg(np.linspace(-1, 1, 50))
+    finally:
+        compile_module.BACKEND = backend
+    (entry,) = vg._entries.values()
+    src = emit_numba(entry.kernel)
+    assert "def " in src and src.count("\n") < 5000
+    x = sp.Symbol("x")
+    e = x
+    for _ in range(12):
+        e = sp.sin(e) * e
+    assert _too_big(e) and not _too_big(sp.sin(x) * x, MAX_TREE)
