@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .cse import tree_cse
 from .ir import (
     ArgReduce,
     Broadcast,
@@ -63,7 +64,7 @@ def _cse(stmt: Elementwise, counter: list[int]) -> list[tuple[str, sp.Expr]]:
 
     if _small(stmt.expr, 4) or not _repeats(stmt.expr):
         return [(stmt.target, stmt.expr)]
-    reps, (reduced,) = sp.cse([stmt.expr], symbols=temps(), order="none")
+    reps, (reduced,) = tree_cse([stmt.expr], temps())
     return [(str(s), e) for s, e in reps] + [(stmt.target, reduced)]
 
 

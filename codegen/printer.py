@@ -19,7 +19,7 @@ class KernelPrinter(NumPyPrinter):
     printmethod = "_symgrad_numpycode"
 
     def __init__(self, settings: dict | None = None) -> None:
-        super().__init__({"fully_qualified_modules": True, **(settings or {})})
+        super().__init__({"fully_qualified_modules": True, "order": "none", **(settings or {})})
 
     def _print_Float(self, expr: sp.Float) -> str:
         return repr(float(expr))

@@ -6,6 +6,7 @@ from typing import Sequence
 import sympy as sp
 
 from codegen import ir
+from codegen.cse import rebuild
 from codegen.names import comment
 
 from .graph import Node, toposort
@@ -17,6 +18,16 @@ def _note(node: Node, names: dict[int, str]) -> str:
     same graph gives the same source at any size and in any process)."""
     ins = ", ".join(names.get(i.id, "?") for i in node.inputs)
     return comment(f"{node.op.name}({ins}) -> {node.dtype.name} {node.ndim}-d")
+
+
+def _substitute(e: sp.Basic, m: dict) -> sp.Basic:
+    """``e.xreplace(m)`` without re-evaluating the rebuilt nodes: an op's form is canonical already, and
+    SymPy's flattening and assumption queries on every fused expression dominated lowering."""
+    if e in m:
+        return m[e]
+    if not e.args:
+        return e
+    return rebuild(e, tuple(_substitute(a, m) for a in e.args))
 
 
 #: the most nodes fused into one elementwise expression (keeps lowering and CSE linear in depth)
@@ -65,7 +76,7 @@ def lower(name: str, params: Sequence[tuple[Node, str, int]], outputs: Sequence[
         names[n.id] = target
         if n.op.family == "elementwise":
             form = n.op.scalar_form(len(n.inputs), n.attrs)
-            e = form.xreplace({A[k]: sym(x) for k, x in enumerate(n.inputs)})
+            e = _substitute(form, {A[k]: sym(x) for k, x in enumerate(n.inputs)})
             casts = any(x.dtype != n.dtype for x in n.inputs if x.op.name != "scalar")
             size[n.id] = 1 + sum(size.get(x.id, 0) for x in n.inputs if x.id in exprs)
             # inline single-use values, but bound the fused expression so lowering stays linear
