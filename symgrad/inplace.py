@@ -8,8 +8,8 @@ tracing it only rebinds the node, so ``@sg.compile`` sees the same DAG op. Its V
 the written region zeroed to ``base`` (``g`` itself when accumulating) and ``g[index]``, summed to
 its shape, to ``values``.
 
-Writes through an integer array with repeated indices (without ``accumulate``) keep one of the
-values, as torch says it may: which one is unspecified (eager: the last, numpy's rule).
+Writes through an integer array with repeated indices (without ``accumulate``) keep the last value
+written, numpy's rule and what torch does on CPU (torch calls it unspecified), eager and compiled.
 """
 from __future__ import annotations
 
@@ -119,6 +119,36 @@ def _sym(name: str) -> sp.Symbol:
     return sp.Symbol(name, real=True)
 
 
+def _last_writes(spec: tuple, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """For a write whose integer arrays repeat a target: the region positions (flat, ascending) that
+    write last to each target and those targets (flat); None when no target repeats."""
+    if not any(e[0] == "a" for e in spec):
+        return None
+    targets = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[to_numpy_index(spec)].ravel()
+    rev = targets[::-1]
+    _, first_in_rev = np.unique(rev, return_index=True)
+    if len(first_in_rev) == len(targets):
+        return None
+    keep = np.sort(len(targets) - 1 - first_in_rev)
+    return keep, targets[keep]
+
+
+def _scatter(name: str, v: str, spec: tuple, shape: tuple[int, ...], region: tuple[int, ...], vdt: str, dt: str,
+             last_wins: bool) -> list:
+    """``name = zeros(shape); name[spec] = v`` as IR: repeated targets keep the last value written (as
+    numpy's and the eager write's assignment do) when ``last_wins``, else add up (``IndexAdd``)."""
+    last = _last_writes(spec, shape) if last_wins else None
+    if last is None:
+        return [ir.IndexAdd(name, v, spec, shape, dt)]
+    keep, targets = last
+    k, r = len(keep), int(np.prod(region))
+    return [ir.Reshape(f"{name}_f", v, (r,), vdt),
+            ir.Index(f"{name}_k", f"{name}_f", (("a", tuple(int(i) for i in keep), (k,)),), (k,), vdt),
+            ir.IndexAdd(f"{name}_u", f"{name}_k", (("a", tuple(int(i) for i in targets), (k,)),),
+                        (int(np.prod(shape)),), dt),
+            ir.Reshape(name, f"{name}_u", shape, dt)]
+
+
 def _put_lower(node: Node, target: str, args: list[str]) -> list:
     """Existing IR only, so both backends take it: the values scattered into zeros (``IndexAdd``), and
     ``where(mask, scattered, base)`` with the mask scattered likewise (``base + scattered`` when
@@ -144,7 +174,7 @@ def _put_lower(node: Node, target: str, args: list[str]) -> list:
         if whole and not acc:
             stmts.append(ir.Elementwise(target, _sym(v), node.shape, dt))
             return stmts
-        stmts.append(ir.IndexAdd(f"{target}_s", v, spec, tuple(base.shape), dt))
+        stmts.extend(_scatter(f"{target}_s", v, spec, tuple(base.shape), region, vdt, dt, last_wins=not acc))
         written = _sym(f"{target}_s")
     if acc:
         stmts.append(ir.Elementwise(target, _sym(args[0]) + written, node.shape, dt))
