@@ -95,6 +95,25 @@ def _forward_reads(c: Node, forward: set[int], seen: set[int]) -> list[Node]:
     return out
 
 
+def _reads_forward(contribs: Sequence[Node | None], g: Node, forward: set[int]) -> bool:
+    """Whether a rule's contributions read a forward value other than through ``g`` (torch's node saved
+    a tensor for it: ``mm`` its operands, ``max`` its indices, ``softmax`` its result)."""
+    stack = [c for c in contribs if c is not None]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if n is g or n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.id in forward:
+            if n.op.name != "scalar":
+                return True
+            continue
+        if n.op.name != "numel":
+            stack.extend(n.inputs)
+    return False
+
+
 def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[Node],
                    reads: list[tuple[int, int]] | None = None) -> tuple[list[Node | None], set[int]]:
     """Adjoint nodes of ``wrt`` for cotangents ``seeds`` on ``roots``.
@@ -129,7 +148,10 @@ def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[N
         if node.op.family == "elementwise":
             contribs, saves = _elementwise_vjp(node, g, is_masked)
         else:
-            contribs, saves = node.op.vjp(node, g), False
+            contribs = node.op.vjp(node, g)
+            # torch's index nodes also save their integer index tensors
+            saves = _reads_forward(contribs, g, forward) or any(
+                e[0] == "a" for e in (node.attr("index", ()) or ()) if isinstance(e, tuple) and e)
         if saves:
             saving.add(node.id)
         for x, c in zip(node.inputs, contribs):

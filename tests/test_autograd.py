@@ -429,6 +429,69 @@ def test_second_backward_without_retain_graph_raises():
     assert_same_error(lambda: f(sg), lambda: f(torch))
 
 
+def _write_row(lib, x):
+    y = x * 1
+    y[0] = 5.0
+    return y.sum()
+
+
+#: a second backward without retain_graph: torch raises exactly where its node saved a tensor
+SECOND_BACKWARD = {
+    "matmul": lambda lib, x: (x @ x).sum(),
+    "max": lambda lib, x: x.max(),
+    "amax dim": lambda lib, x: x.amax(0).sum(),
+    "max dim": lambda lib, x: x.max(0).values.sum(),
+    "prod": lambda lib, x: x.prod(),
+    "softmax": lambda lib, x: lib.softmax(x, 0)[0, 0],
+    "log_softmax": lambda lib, x: lib.log_softmax(x, 1)[1, 0],
+    "logsumexp": lambda lib, x: x.logsumexp(0).sum(),
+    "where": lambda lib, x: lib.where(x > 2, x, x * 2).sum(),
+    "integer-array index": lambda lib, x: x[[0, 1]].sum(),
+    "index_put": lambda lib, x: (x * 1).index_put((lib.tensor([0, 1]),), lib.tensor([1.0, 2.0], dtype=x.dtype)).sum(),
+    "index_add": lambda lib, x: (x * 1).index_add(0, lib.tensor([1, 1]), x * 1).sum(),
+    "setitem": _write_row,
+    "maximum": lambda lib, x: lib.maximum(x, x.detach() * 0.5).sum(),
+    "cumsum": lambda lib, x: x.cumsum(0).sum(),
+    "cat": lambda lib, x: lib.cat([x, x]).sum(),
+    "stack": lambda lib, x: lib.stack([x, x]).sum(),
+    "slice": lambda lib, x: x[0, 1:].sum(),
+    "expand": lambda lib, x: x[0].expand(3, 2).sum(),
+    "permute": lambda lib, x: x.permute(1, 0).sum(),
+    "sum dim": lambda lib, x: x.sum(0).sum(),
+    "mean": lambda lib, x: x.mean(),
+    "to": lambda lib, x: x.to(lib.float32).sum(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECOND_BACKWARD))
+def test_second_backward_raises_where_torch_saved_a_tensor(case):
+    outcome = []
+    for lib in (sg, torch):
+        x = lib.tensor(np.arange(1.0, 5.0).reshape(2, 2), requires_grad=True)
+        y = SECOND_BACKWARD[case](lib, x)
+        y.backward()
+        try:
+            y.backward()
+            outcome.append(("ok", x.grad.numpy().tolist()))
+        except RuntimeError as e:
+            outcome.append(("raised", str(e)))
+    assert outcome[0] == outcome[1]
+
+
+def test_second_backward_through_a_compiled_function_raises():
+    f = sg.compile(lambda x: (x.sin() * 2).sum())
+    x = sg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = f(x)
+    y.backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.backward()
+    x.grad = None
+    y = f(x)
+    y.backward(retain_graph=True)
+    y.backward()
+    assert_close(x.grad, 4 * np.cos(np.array([1.0, 2.0, 3.0], dtype=np.float32)))
+
+
 def test_second_backward_through_rules_that_save_nothing_is_fine():
     def f(lib):
         x = lib.tensor([0.5, 1.5], requires_grad=True)
