@@ -49,6 +49,12 @@ HOT_CALLS = 2
 _MISSING = object()     # an argument not given to a generated fast-path __call__
 
 
+@functools.cache
+def _tracer_type() -> type:
+    from .trace import Tracer
+    return Tracer
+
+
 def _argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
@@ -184,10 +190,13 @@ class CompiledFunction:
         # the all-float fast path, once installed, is the generated __call__ of a subclass (_install_fast)
         if out is not None:
             return self._call_out(args, out)
-        from .trace import Tracer
-        if any(isinstance(a, Tracer) for a in args):
-            return self._trace_symbolic(args)
-        if any(isinstance(a, Tensor) and a.requires_grad for a in args) and is_grad_enabled():
+        tensors = False
+        for a in args:
+            if isinstance(a, Tensor):
+                if isinstance(a, _tracer_type()):
+                    return self._trace_symbolic(args)
+                tensors = True
+        if tensors and any(isinstance(a, Tensor) and a.requires_grad for a in args) and is_grad_enabled():
             return self._call_tensors(args)
         e, kinds = self._entry(args)
         arrays = [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
@@ -195,25 +204,25 @@ class CompiledFunction:
         e.calls += 1
         jit = self._jit(e) if e.calls >= HOT_CALLS and BACKEND == "numba" else None
         all_py = all(k[0] == "py" for k in kinds)
-        if jit is not None and all_py:
-            arrays = [float(a) for a in arrays[:len(args)]] + arrays[len(args):]   # constants stay arrays
-        with np.errstate(all="ignore"):
-            if jit is not None:
-                call_args = [arrays[q.index] for q in e.kernel.params]
-                raw = jit(*call_args)
-                if all_py and self._fast is None and all(type(a) is float for a in args):
-                    self._install_fast(e, jit, call_args, raw, len(args))
-            else:
+        if jit is not None:       # numba's kernels raise no floating-point warnings: no errstate needed
+            if all_py:
+                arrays = [float(a) for a in arrays[:len(args)]] + arrays[len(args):]   # constants stay arrays
+            call_args = [arrays[q.index] for q in e.kernel.params]
+            raw = jit(*call_args)
+            if all_py and self._fast is None and all(type(a) is float for a in args):
+                self._install_fast(e, jit, call_args, raw, len(args))
+        else:
+            with np.errstate(all="ignore"):
                 raw = e.fn(arrays)
         outs = []
         for (dt, shape), r, i in zip(e.out_specs, raw, [None] + list(self.argnums)):
             r = np.asarray(r, dtype=dt.np)
             if r.shape != shape:
                 r = np.broadcast_to(r, shape)
-            kind = kinds[i][0] if i is not None else ("py" if all(k[0] == "py" for k in kinds) else "np")
+            kind = kinds[i][0] if i is not None else ("py" if all_py else "np")
             if kind == "py":
                 outs.append(float(r))
-            elif any(k[0] == "sg" for k in kinds):
+            elif tensors:
                 outs.append(Tensor(np.array(r)))
             else:
                 if not r.flags.writeable or any(r is a or (r.base is not None and r.base is a) for a in arrays):
