@@ -128,7 +128,10 @@ def emit_numpy(kernel: Kernel) -> str:
             raise TypeError(f"no numpy emission for {type(st).__name__}")
     outs = ", ".join(kernel.outputs)
     lines.append(f"    return ({outs}{',' if len(kernel.outputs) == 1 else ''})")
-    return HEADER + "\n".join(lines) + "\n"
+    body = "\n".join(lines) + "\n"
+    if "scipy.special." in body:  # erf / erfc: numpy has none, and scipy is imported only by kernels that use it
+        return HEADER.replace("import numpy\n", "import numpy\nimport scipy.special\n") + body
+    return HEADER + body
 
 
 _REDUCTIONS = {"sum": "numpy.sum", "mean": "numpy.mean", "max": "numpy.max", "min": "numpy.min", "prod": "numpy.prod"}

@@ -31,7 +31,7 @@ from .names import comment
 __all__ = ["emit_stencil"]
 
 #: names the generated function uses besides the kernel's own
-RESERVED = ("numba", "numpy", "_radd", "n0", "i0", "j", "lo", "cnt", "chunk", "nchunks", "ncount")
+RESERVED = ("math", "numba", "numpy", "_radd", "n0", "i0", "j", "lo", "cnt", "chunk", "nchunks", "ncount")
 
 #: the most SymPy operations in the inlined expressions of one pass (beyond: the general emitter)
 MAX_OPS = 2000

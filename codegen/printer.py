@@ -83,6 +83,15 @@ class KernelPrinter(NumPyPrinter):
     def _print_Or(self, expr: sp.Expr) -> str:
         return self._logical(expr, "logical_or")
 
+    def _print_erf(self, expr: sp.Expr) -> str:
+        # numpy has no erf: generated numpy kernels import scipy.special when they use it (``emit_numpy``)
+        self.module_imports["scipy.special"].add("erf")
+        return f"scipy.special.erf({self._print(expr.args[0])})"
+
+    def _print_erfc(self, expr: sp.Expr) -> str:
+        self.module_imports["scipy.special"].add("erfc")
+        return f"scipy.special.erfc({self._print(expr.args[0])})"
+
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         base, e = expr.args
         if e == -1:
@@ -129,6 +138,25 @@ class IsFinite(NumpyPredicate):
     _numpy_name = "isfinite"
 
 
+class LessEqual(NumpyPredicate):
+    """``a <= b`` that SymPy never folds: a relational between numbers (a Python scalar operand
+    substituted unevaluated) would be re-evaluated, and canonicalised through a division by zero."""
+
+    _numpy_name = "less_equal"
+    _op, _tex = "<=", r"\leq"
+
+    def _sympystr(self, printer: Any) -> str:
+        return f"{printer._print(self.args[0])} {self._op} {printer._print(self.args[1])}"
+
+    def _latex(self, printer: Any) -> str:
+        return f"{printer._print(self.args[0])} {self._tex} {printer._print(self.args[1])}"
+
+
+class NotEqual(LessEqual):
+    _numpy_name = "not_equal"
+    _op, _tex = "!=", r"\neq"
+
+
 class NumpyIntFunction(sp.Function):
     """A numpy integer function (``bitwise_and``...) as a SymPy function, printed
     ``numpy.<name>(...)`` over its arguments as int64 (SymPy's symbols are real: a form may be
@@ -173,6 +201,91 @@ class BitwiseXor(NumpyIntFunction):
 
 class BitwiseNot(NumpyIntFunction):
     _numpy_name, _operator = "invert", "~"
+
+
+class NumpyFloatFunction(sp.Function):
+    """A numpy float function SymPy lacks or cannot differentiate (``trunc``, ``fmod``...), printed
+    ``numpy.<name>(...)`` by every numpy printer (numba compiles these ufuncs on scalars).
+    ``_partials(*args)`` gives its derivatives (zero for the rounding functions: torch's convention)."""
+
+    _numpy_name = ""
+
+    @classmethod
+    def eval(cls, *args: Any) -> None:
+        return None
+
+    def _numpycode(self, printer: Any) -> str:
+        return f"numpy.{self._numpy_name}({', '.join(printer._print(a) for a in self.args)})"
+
+    _symgrad_numpycode = _symgrad_numbacode = _numpycode
+
+    def _sympystr(self, printer: Any) -> str:
+        return f"{self._numpy_name}({', '.join(printer._print(a) for a in self.args)})"
+
+    def _latex(self, printer: Any) -> str:
+        return rf"\operatorname{{{self._numpy_name}}}\left({', '.join(printer._print(a) for a in self.args)}\right)"
+
+    def _partials(self, *args: Any) -> tuple:
+        return (sp.S.Zero,) * len(args)
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return self._partials(*self.args)[argindex - 1]
+
+
+class Floor(NumpyFloatFunction):
+    _numpy_name = "floor"
+
+
+class Ceil(NumpyFloatFunction):
+    _numpy_name = "ceil"
+
+
+class Trunc(NumpyFloatFunction):
+    _numpy_name = "trunc"
+
+
+class Rint(NumpyFloatFunction):
+    """Round half to even (torch.round, numpy.rint)."""
+
+    _numpy_name = "rint"
+
+
+class Divide(NumpyFloatFunction):
+    """``a / b`` kept a division (SymPy folds a division by a number into a product by its reciprocal,
+    which rounds differently)."""
+
+    _numpy_name = "true_divide"
+
+    def _partials(self, a: Any, b: Any) -> tuple:
+        return 1 / b, -a / b**2
+
+
+class Fmod(NumpyFloatFunction):
+    """C's fmod: the remainder of ``a / b`` truncated toward zero (the sign of ``a``)."""
+
+    _numpy_name = "fmod"
+
+    def _partials(self, a: Any, b: Any) -> tuple:
+        return sp.S.One, -Trunc(a / b)
+
+
+class Remainder(NumpyFloatFunction):
+    """Python's ``%``: the remainder of ``a / b`` floored (the sign of ``b``)."""
+
+    _numpy_name = "remainder"
+
+    def _partials(self, a: Any, b: Any) -> tuple:
+        return sp.S.One, -Floor(a / b)
+
+
+def namespace(expr: sp.Expr) -> dict:
+    """The modules this printer's code for ``expr`` refers to, for ``lambdify``: numpy, and scipy when it
+    calls ``erf``/``erfc`` (imported only then: ``import symgrad`` never imports scipy)."""
+    import numpy
+    if expr.has(sp.erf, sp.erfc):
+        import scipy.special
+        return {"numpy": numpy, "scipy": scipy}
+    return {"numpy": numpy}
 
 
 def print_expr(expr: sp.Expr) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import sympy as sp
 
 from codegen import ir
-from codegen.printer import KernelPrinter
+from codegen.printer import KernelPrinter, namespace
 
 from . import _trace
 from .graph import Node, substitute
@@ -56,7 +56,7 @@ def check_printable(expr: sp.Expr, what: str) -> None:
         raise ValueError(f"{what} cannot be printed as numpy code by symgrad's kernel printer "
                          f"({type(exc).__name__}: {str(exc).splitlines()[0]}); write it with functions numpy "
                          "has (exp, log, sin, sqrt, Abs, Piecewise, Max, ...)") from None
-    other = sorted(m for m in p.module_imports if m != "numpy")
+    other = sorted(m for m in p.module_imports if m not in ("numpy", "scipy.special"))  # erf, erfc: kernels import it
     if other:
         names = sorted(f for m in other for f in p.module_imports[m])
         raise ValueError(f"{what} needs {', '.join(other)} ({', '.join(names)}), which generated kernels do not "
@@ -159,7 +159,7 @@ class CustomOp:
                 f = functools.partial(self._numpy, **attrs) if attrs else self._numpy
             else:
                 expr = self.op.scalar_form(self.nargs, key)
-                f = sp.lambdify(A[: self.nargs], expr, modules=[{"numpy": np}, "numpy"], printer=KernelPrinter)
+                f = sp.lambdify(A[: self.nargs], expr, modules=[namespace(expr), "numpy"], printer=KernelPrinter)
             self._evals[key] = f
         with _err():
             out = np.asarray(f(*arrays))

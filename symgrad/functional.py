@@ -6,8 +6,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import (
+    dtypes,
+    linalg,  # noqa: F401  (sg.linalg)
+)
+from .composite import *  # noqa: F401, F403  (var, std, norm, cumprod, ... and their Tensor methods)
 from .dtypes import DType
+from .math_ops import *  # noqa: F401, F403, E402  (sinh, erf, atan2, ... and their Tensor methods)
 from .ops import REGISTRY
 from .tensor import (  # noqa: F401
     _ALL_DIMS,

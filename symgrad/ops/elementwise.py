@@ -5,9 +5,30 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.codegen.cfunctions import exp2 as _exp2
+from sympy.codegen.cfunctions import expm1 as _expm1
 from sympy.codegen.cfunctions import log1p as _log1p
+from sympy.codegen.cfunctions import log2 as _log2
+from sympy.codegen.cfunctions import log10 as _log10
 
-from codegen.printer import BitwiseAnd, BitwiseNot, BitwiseOr, BitwiseXor, IsFinite, IsInf, IsNan
+from codegen.printer import (
+    BitwiseAnd,
+    BitwiseNot,
+    BitwiseOr,
+    BitwiseXor,
+    Ceil,
+    Divide,
+    Floor,
+    Fmod,
+    IsFinite,
+    IsInf,
+    IsNan,
+    LessEqual,
+    NotEqual,
+    Remainder,
+    Rint,
+    Trunc,
+)
 
 from .base import OUT, A, OpDef, elementwise_infer, register
 
@@ -164,13 +185,13 @@ clamp = _ew("clamp", lambda at: at.get("fn", "ClampBackward1"), _clamp_eval, _cl
             doc="clamp / clip / clamp_min / clamp_max; `fn` keeps torch's grad_fn name")
 
 
-def _fused_eval(*arrays: np.ndarray, expr: sp.Expr) -> np.ndarray:
+def _fused_eval(*arrays: np.ndarray, expr: sp.Expr, fn: str = "") -> np.ndarray:
     f = _fused_eval.cache.get((expr, len(arrays)))
     if f is None:
-        from codegen.printer import KernelPrinter
+        from codegen.printer import KernelPrinter, namespace
 
         # the kernels' printer: SymPy's own prints ``And`` as ``logical_and.reduce``, which cannot broadcast
-        f = sp.lambdify(A[: len(arrays)], expr, modules=[{"numpy": np}, "numpy"], printer=KernelPrinter)
+        f = sp.lambdify(A[: len(arrays)], expr, modules=[namespace(expr), "numpy"], printer=KernelPrinter)
         _fused_eval.cache[expr, len(arrays)] = f
     with _err():
         out = np.asarray(f(*arrays))
@@ -181,13 +202,17 @@ def _fused_eval(*arrays: np.ndarray, expr: sp.Expr) -> np.ndarray:
 _fused_eval.cache = {}
 
 
+
 def _fused_grad_fn(attrs: dict) -> str:
+    if attrs.get("fn"):  # a composite op's last step carries torch's name for the whole op (``VarBackward0``)
+        return attrs["fn"]
     head = type(attrs["expr"]).__name__
     return {"Mul": "MulBackward0", "Add": "AddBackward0", "Pow": "PowBackward0"}.get(head, f"{head}Backward0")
 
 
-#: A fused elementwise expression over ``a0..an`` (derivatives are made of these).
-fused = _ew("fused", _fused_grad_fn, _fused_eval, lambda *a, expr: expr)
+#: A fused elementwise expression over ``a0..an`` (derivatives are made of these; ``fn``: torch's grad_fn name
+#: when it ends a composite op).
+fused = _ew("fused", _fused_grad_fn, _fused_eval, lambda *a, expr, fn="": expr)
 
 
 def _to_infer(op: OpDef, a: Any, dtype: Any) -> Any:
@@ -292,3 +317,238 @@ bitwise_and = _bitwise("bitwise_and", np.bitwise_and, BitwiseAnd)
 bitwise_or = _bitwise("bitwise_or", np.bitwise_or, BitwiseOr)
 bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor, BitwiseXor)
 bitwise_not = _bitwise("bitwise_not", np.invert, BitwiseNot)
+
+
+# ---------------------------------------------------------------------------- torch's elementwise math
+
+def _refuse(kernel: str, ints: bool = True) -> Any:
+    """torch's NotImplementedError for a kernel that takes no bool (``ints``: and no integer) inputs."""
+    def check(*dts: Any, **attrs: Any) -> None:
+        from .. import dtypes
+        from ..tensor import _torch_type_name
+        d = dts[0]
+        for e in dts[1:]:
+            d = dtypes.promote_types(d, e)
+        if d.category == 0 or (ints and d.category == 1):
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_torch_type_name(d)}'")
+    return check
+
+
+def _keep_ints(f: Any) -> Any:
+    """``f`` on floats; integer (and bool) inputs are returned as they are (floor, sign... of an integer)."""
+    def run(a: np.ndarray, **attrs: Any) -> np.ndarray:
+        if a.dtype.kind in "iub":
+            return a.copy()
+        with _err():
+            return f(a, **attrs)
+    return run
+
+
+def _scipy(name: str) -> Any:
+    def run(a: np.ndarray) -> np.ndarray:
+        import scipy.special
+        return getattr(scipy.special, name)(a).astype(a.dtype, copy=False)
+    return run
+
+
+def _sign_eval(a: np.ndarray, fn: str = "") -> np.ndarray:
+    if a.dtype.kind == "b":
+        return a.copy()
+    if a.dtype.kind in "iu":
+        return np.sign(a)
+    return np.where(np.isnan(a), np.zeros((), a.dtype), np.sign(a))
+
+
+def _sign_form(a: sp.Expr, fn: str = "") -> sp.Expr:
+    # NaN compares false both ways: sign(nan) is 0, as torch's
+    return sp.Piecewise((1, a > 0), (-1, a < 0), (0, True))
+
+
+def _round_eval(a: np.ndarray, decimals: int = 0) -> np.ndarray:
+    if decimals == 0:
+        return np.rint(a)
+    if decimals > 0:  # torch: nearbyint(x * 10^d) / 10^d, and nearbyint(x / 10^-d) * 10^-d
+        ten = np.asarray(10.0 ** decimals, a.dtype)
+        return np.rint(a * ten) / ten
+    ten = np.asarray(10.0 ** -decimals, a.dtype)
+    return np.rint(a / ten) * ten
+
+
+def _round_form(a: sp.Expr, decimals: int = 0) -> sp.Expr:
+    if decimals == 0:
+        return Rint(a)
+    ten = sp.Float(10.0 ** abs(decimals))
+    return Divide(Rint(a * ten), ten) if decimals > 0 else Rint(Divide(a, ten)) * ten
+
+
+def _round_check(a: Any, decimals: int = 0) -> None:
+    _refuse("round_vml_cpu" if decimals == 0 else "round_cpu", ints=decimals != 0)(a)
+
+
+def _sinc_form(a: sp.Expr) -> sp.Expr:
+    return sp.Piecewise((sp.sin(sp.pi * a) / (sp.pi * a), sp.Ne(a, 0)), (1, True))
+
+
+_DEG = sp.Float(np.pi / 180)
+_RAD = sp.Float(180 / np.pi)
+
+sinh = _ew("sinh", "SinhBackward0", _quiet(np.sinh), sp.sinh)
+cosh = _ew("cosh", "CoshBackward0", _quiet(np.cosh), sp.cosh)
+
+# `fn`: torch's in-place asinh_/acosh_/atanh_ record <Name>Backward1
+asinh = _ew("asinh", lambda at: at.get("fn", "AsinhBackward0"), lambda a, fn="": np.arcsinh(a),
+            lambda a, fn="": sp.asinh(a))
+acosh = _ew("acosh", lambda at: at.get("fn", "AcoshBackward0"), _quiet(lambda a, fn="": np.arccosh(a)),
+            lambda a, fn="": sp.acosh(a), partials=lambda a, fn="": [1 / sp.sqrt(a**2 - 1)])
+atanh = _ew("atanh", lambda at: at.get("fn", "AtanhBackward0"), _quiet(lambda a, fn="": np.arctanh(a)),
+            lambda a, fn="": sp.atanh(a), partials=lambda a, fn="": [1 / (1 - a**2)])
+asin = _ew("asin", "AsinBackward0", _quiet(np.arcsin), sp.asin)
+acos = _ew("acos", "AcosBackward0", _quiet(np.arccos), sp.acos)
+atan = _ew("atan", "AtanBackward0", np.arctan, sp.atan)
+expm1 = _ew("expm1", "Expm1Backward0", _quiet(np.expm1), _expm1, partials=lambda a: [OUT + 1])
+exp2 = _ew("exp2", "Exp2Backward0", _quiet(np.exp2), _exp2, partials=lambda a: [OUT * sp.log(2)])
+log2 = _ew("log2", "Log2Backward0", _quiet(np.log2), _log2)
+log10 = _ew("log10", "Log10Backward0", _quiet(np.log10), _log10)
+erf = _ew("erf", "ErfBackward0", _quiet(_scipy("erf")), sp.erf,
+          doc="numpy kernels print scipy.special.erf, numba math.erf")
+erfc = _ew("erfc", "ErfcBackward0", _quiet(_scipy("erfc")), sp.erfc)
+rsqrt = _ew("rsqrt", "RsqrtBackward0", _quiet(lambda a: 1 / np.sqrt(a)), lambda a: 1 / sp.sqrt(a),
+            partials=lambda a: [-OUT**3 / 2])
+sign = _ew("sign", lambda at: at.get("fn", "SignBackward0"), _sign_eval, _sign_form,
+           partials=lambda a, fn="": [0], keeps_int=True, doc="sign / sgn (`fn`: torch's grad_fn); sign(nan) = 0")
+floor = _ew("floor", "FloorBackward0", _keep_ints(np.floor), Floor, partials=lambda a: [0], keeps_int=True,
+            check=_refuse("floor_vml_cpu", ints=False))
+ceil = _ew("ceil", "CeilBackward0", _keep_ints(np.ceil), Ceil, partials=lambda a: [0], keeps_int=True,
+           check=_refuse("ceil_vml_cpu", ints=False))
+trunc = _ew("trunc", "TruncBackward0", _keep_ints(np.trunc), Trunc, partials=lambda a: [0], keeps_int=True,
+            check=_refuse("trunc_vml_cpu", ints=False))
+round_ = _ew("round", lambda at: "RoundBackward1" if at.get("decimals") else "RoundBackward0", _keep_ints(_round_eval),
+             _round_form, partials=lambda a, decimals=0: [0], keeps_int=True, check=_round_check,
+             doc="round half to even (`decimals`: at that decimal place)")
+frac = _ew("frac", "FracBackward0", _quiet(lambda a: a - np.trunc(a)), lambda a: a - Trunc(a),
+           partials=lambda a: [1], keeps_int=True, check=_refuse("frac_cpu"))
+deg2rad = _ew("deg2rad", "Deg2RadBackward0", lambda a: a * np.asarray(np.pi / 180, a.dtype), lambda a: a * _DEG)
+rad2deg = _ew("rad2deg", "Rad2DegBackward0", lambda a: a * np.asarray(180 / np.pi, a.dtype), lambda a: a * _RAD)
+sinc = _ew("sinc", "SincBackward0", _quiet(np.sinc), _sinc_form)
+
+
+def _xlogy_form(a: sp.Expr, b: sp.Expr, fn: str = "") -> sp.Expr:
+    """``x * log(y)`` with log(y) replaced by 0 where x == 0 and log(y) is infinite (y <= 0, y = inf), so
+    that 0 * log(y) is 0 and NaN only for a NaN y; no ``And`` (SymPy's numpy printer cannot broadcast one),
+    and predicates, not relationals: either side may be a Python number."""
+    return a * sp.Piecewise((sp.log(b), NotEqual(a, 0)), (0, LessEqual(b, 0)), (0, IsInf(b)), (sp.log(b), True))
+
+
+def _xlogy_eval(a: np.ndarray, b: np.ndarray, fn: str = "") -> np.ndarray:
+    with _err():
+        return np.where((a == 0) & ~np.isnan(b), np.zeros((), np.result_type(a, b)), a * np.log(b))
+
+
+def _int_div_check(f: Any) -> Any:
+    def run(a: np.ndarray, b: np.ndarray, fn: str = "") -> np.ndarray:
+        if b.dtype.kind in "iu" and np.any(b == 0):
+            raise RuntimeError("ZeroDivisionError")
+        with _err():
+            return f(a, b)
+    return run
+
+
+def _logaddexp_form(a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    # equal arguments first: infinities of one sign give themselves, not inf - inf (symmetric: d/da = 1/2 there)
+    return sp.Piecewise(((a + b) / 2 + sp.log(2), sp.Eq(a, b)), (sp.Max(a, b) + _log1p(sp.exp(-sp.Abs(a - b))), True))
+
+
+atan2 = _ew("atan2", "Atan2Backward0", _quiet(np.arctan2), sp.atan2)
+hypot = _ew("hypot", "HypotBackward0", _quiet(np.hypot), lambda a, b: sp.sqrt(a**2 + b**2),
+            partials=lambda a, b: [a / OUT, b / OUT], check=_refuse("hypot_cpu"))
+logaddexp = _ew("logaddexp", "LogaddexpBackward0", _quiet(np.logaddexp), _logaddexp_form,
+                partials=lambda a, b: [1 / (1 + sp.exp(b - a)), 1 / (1 + sp.exp(a - b))],
+                check=_refuse("logaddexp_cpu"))
+xlogy = _ew("xlogy", lambda at: at.get("fn", "XlogyBackward0"), _xlogy_eval,
+            _xlogy_form,
+            partials=lambda a, b, fn="": [sp.Piecewise((sp.log(b), NotEqual(a, 0)), (0, LessEqual(b, 0)),
+                                                       (sp.log(b), True)),
+                                          a / b],
+            doc="x * log(y), 0 where x == 0 (unless y is NaN); `fn`: torch's grad_fn (which side is a number). "
+                "d/dx is log(y), 0 where x == 0 and y <= 0 (torch's mask)")
+fmod = _ew("fmod", lambda at: at.get("fn", "FmodBackward1"), _int_div_check(np.fmod), lambda a, b, fn="": Fmod(a, b),
+           keeps_int=True, check=_refuse("fmod_cpu", ints=False), doc="C's fmod (the sign of the dividend)")
+remainder = _ew("remainder", lambda at: at.get("fn", "RemainderBackward1"), _int_div_check(np.remainder),
+                lambda a, b, fn="": Remainder(a, b), keeps_int=True, check=_refuse("remainder_cpu", ints=False),
+                doc="Python's % (the sign of the divisor)")
+
+
+# ---------------------------------------------------------------------------- torch.nn.functional activations
+
+def _sig(a: sp.Expr) -> sp.Expr:
+    return 1 / (1 + sp.exp(-a))
+
+
+def _softplus_form(a: sp.Expr, beta: float = 1, threshold: float = 20) -> sp.Expr:
+    beta = 1 if beta == 1 else beta
+    return sp.Piecewise((a, a * beta > threshold), (_log1p(sp.exp(beta * a)) / beta, True))
+
+
+def _softplus_partials(a: sp.Expr, beta: float = 1, threshold: float = 20) -> list:
+    # at beta x == threshold the partial is a constant: torch's second derivative is 0 there
+    return [sp.Piecewise((1, a * beta > threshold), (_sig(beta * a), a * beta < threshold),
+                         (1 / (1 + sp.exp(-sp.S(threshold))), True))]
+
+
+def _softplus_eval(a: np.ndarray, beta: float = 1, threshold: float = 20) -> np.ndarray:
+    b = np.asarray(beta, a.dtype)
+    with _err():
+        return np.where(a * b > threshold, a, np.log1p(np.exp(a * b)) / b)
+
+
+def _gelu_form(a: sp.Expr, approximate: str = "none") -> sp.Expr:
+    if approximate == "tanh":
+        inner = sp.Float(np.sqrt(2 / np.pi)) * (a + sp.Float(0.044715) * a**3)
+        return a * (1 + sp.tanh(inner)) / 2
+    return a * (1 + sp.erf(a * sp.Float(np.sqrt(0.5)))) / 2
+
+
+def _gelu_eval(a: np.ndarray, approximate: str = "none") -> np.ndarray:
+    if approximate == "tanh":
+        k = np.asarray(np.sqrt(2 / np.pi), a.dtype)
+        return a * (1 + np.tanh(k * (a + np.asarray(0.044715, a.dtype) * a**3))) / 2
+    import scipy.special
+    return a * (1 + scipy.special.erf(a * np.asarray(np.sqrt(0.5), a.dtype))) / 2
+
+
+def _hardtanh_eval(a: np.ndarray, min_val: float = -1.0, max_val: float = 1.0) -> np.ndarray:
+    return np.minimum(np.maximum(a, np.asarray(min_val).astype(a.dtype)), np.asarray(max_val).astype(a.dtype))
+
+
+# named nn_softplus: "softplus" is the documented example of a user's sg.custom_op (docs/custom_ops.md)
+softplus = _ew("nn_softplus", "SoftplusBackward0", _softplus_eval, _softplus_form, partials=_softplus_partials,
+               check=_refuse("softplus_cpu"), doc="log(1 + exp(beta x)) / beta, x above threshold / beta")
+silu = _ew("silu", "SiluBackward0", _quiet(lambda a: a / (1 + np.exp(-a))), lambda a: a * _sig(a),
+           partials=lambda a: [_sig(a) * (1 + a * (1 - _sig(a)))], check=_refuse("silu_cpu"))
+gelu = _ew("gelu", "GeluBackward0", _quiet(_gelu_eval), _gelu_form, check=_refuse("GeluKernelImpl"),
+           doc="x Phi(x) (`approximate='tanh'`: the tanh approximation)")
+elu = _ew("elu", "EluBackward0", _quiet(lambda a, alpha=1.0: np.where(a > 0, a, alpha * np.expm1(a))),
+          lambda a, alpha=1.0: sp.Piecewise((a, a > 0), (alpha * _expm1(a), True)), check=_refuse("elu_cpu"),
+          # alpha at 0 (torch's first derivative there), a constant: torch's second derivative is 0 at 0
+          partials=lambda a, alpha=1.0: [sp.Piecewise((1, a > 0), (alpha, sp.Eq(a, 0)), (alpha * sp.exp(a), True))])
+leaky_relu = _ew("leaky_relu", "LeakyReluBackward0",
+                 lambda a, negative_slope=0.01: np.where(a > 0, a, a * np.asarray(negative_slope, a.dtype)),
+                 lambda a, negative_slope=0.01: sp.Piecewise((a, a > 0), (negative_slope * a, True)),
+                 check=_refuse("leaky_relu_cpu"))
+logsigmoid = _ew("logsigmoid", "LogSigmoidBackward0",
+                 _quiet(lambda a: np.minimum(a, np.zeros((), a.dtype)) - np.log1p(np.exp(-np.abs(a)))),
+                 lambda a: sp.Min(a, 0) - _log1p(sp.exp(-sp.Abs(a))), partials=lambda a: [1 / (1 + sp.exp(a))],
+                 check=_refuse("log_sigmoid_cpu"))
+hardtanh = _ew("hardtanh", "HardtanhBackward0", _hardtanh_eval,
+               lambda a, min_val=-1.0, max_val=1.0: sp.Min(sp.Max(a, min_val), max_val),
+               partials=lambda a, min_val=-1.0, max_val=1.0: [sp.Piecewise((1, (a > min_val) & (a < max_val)),
+                                                                           (0, True))],
+               keeps_int=True, doc="clamp whose gradient is 0 at the bounds (integer tensors stay integer)")
+
+
+def _mish_t(a: sp.Expr) -> sp.Expr:
+    return sp.tanh(_log1p(sp.exp(a)))
+
+
+mish = _ew("mish", "MishBackward0", _quiet(lambda a: a * np.tanh(np.log1p(np.exp(a)))), lambda a: a * _mish_t(a),
+           partials=lambda a: [_mish_t(a) + a * _sig(a) * (1 - _mish_t(a) ** 2)], check=_refuse("mish_cpu"))

@@ -1,0 +1,111 @@
+"""``torch.nn.functional``'s activations on symgrad tensors.
+
+Each is one elementwise registry op (``ops/elementwise.py``) with torch's ``grad_fn`` name, so it
+records, differentiates, compiles and prints like ``sg.exp``; ``relu6`` is ``hardtanh(0, 6)`` as in
+torch. ``inplace=True`` writes the result into ``input`` (torch's in-place ``elu_``/``leaky_relu_``
+record ``EluBackward1``/``LeakyReluBackward1``; here the out-of-place names).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..ops import REGISTRY
+from ..tensor import Tensor, _apply, _py
+
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "silu", "gelu", "elu", "leaky_relu",
+           "logsigmoid", "hardtanh", "relu6", "mish"]
+
+
+def _act(op: str, input: Tensor, inplace: bool = False, **attrs: Any) -> Tensor:  # noqa: A002
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    attrs = {k: _py(v) for k, v in attrs.items()}
+    if inplace:
+        return input._inplace(op, **attrs)
+    return _apply(REGISTRY[op], input, **attrs)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """max(x, 0)."""
+    return _act("relu", input, inplace)
+
+
+def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """1 / (1 + exp(-x))."""
+    return _act("sigmoid", input)
+
+
+def tanh(input: Tensor) -> Tensor:  # noqa: A002
+    """tanh(x)."""
+    return _act("tanh", input)
+
+
+def _softmax_dim(name: str, ndim: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as "
+                  "an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:  # noqa: A002
+    """exp(x) / sum(exp(x), dim) (torch's implicit dim when ``dim`` is None, with its warning)."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim)
+    return input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:  # noqa: A002
+    """x - logsumexp(x, dim)."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim)
+    return input.log_softmax(dim, dtype=dtype)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    """log(1 + exp(beta x)) / beta, and x where beta x > threshold."""
+    return _act("nn_softplus", input, beta=beta, threshold=threshold)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x * sigmoid(x)."""
+    return _act("silu", input, inplace)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
+    """x * Phi(x), Phi the standard normal CDF (``approximate='tanh'``: torch's tanh approximation)."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return _act("gelu", input, **({"approximate": "tanh"} if approximate == "tanh" else {}))
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    return _act("elu", input, inplace, alpha=alpha)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x for x > 0, negative_slope * x otherwise."""
+    return _act("leaky_relu", input, inplace, negative_slope=negative_slope)
+
+
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """log(sigmoid(x)), computed as min(x, 0) - log1p(exp(-|x|))."""
+    return _act("logsigmoid", input)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x clamped to [min_val, max_val]; the gradient is 0 at and beyond the bounds."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _act("hardtanh", input, inplace, min_val=min_val, max_val=max_val)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """hardtanh(x, 0, 6) (torch records ``HardtanhBackward0``)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x * tanh(softplus(x))."""
+    return _act("mish", input, inplace)
+from .losses import *  # noqa: E402, F401, F403  (mse_loss, cross_entropy, ...: symgrad/nn/losses.py)

@@ -1,0 +1,229 @@
+"""The composite ops of ``symgrad/composite.py`` beyond the registry matrix (where their values, gradients and
+grad_fn names are checked against torch): torch's errors, NaNs, in-place masked_fill_, sort's order, tracing,
+forward mode, Hessians and their sparsity, formulas."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import torch
+from conftest import assert_close, grad_fn_name
+
+import symgrad as sg
+
+
+def _error(fn: Callable) -> tuple[type, str]:
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        return type(e), str(e)
+    raise AssertionError("no error")
+
+
+_INF = float("inf")
+
+ERRORS: list[tuple[str, Callable]] = [
+    ("var dim", lambda lib, x: x.var(2)),
+    ("var int", lambda lib, x: x.long().var()),
+    ("std dims", lambda lib, x: lib.std(x, (0, 0))),
+    ("norm dim", lambda lib, x: x.norm(dim=3)),
+    ("norm int", lambda lib, x: x.long().norm()),
+    ("vector_norm dim", lambda lib, x: lib.linalg.vector_norm(x, dim=-3)),
+    ("linalg.norm 3-d ord", lambda lib, x: lib.linalg.norm(x[None], 1)),
+    ("matrix_norm 1-d", lambda lib, x: lib.linalg.norm(x[0], "fro")),
+    ("matrix_norm order", lambda lib, x: lib.linalg.norm(x, 3)),
+    ("cumprod dim", lambda lib, x: x.cumprod(2)),
+    ("cumprod tuple", lambda lib, x: x.cumprod((0,))),
+    ("logcumsumexp int", lambda lib, x: x.long().logcumsumexp(0)),
+    ("logcumsumexp tuple", lambda lib, x: x.logcumsumexp((0,))),
+    ("nanmean int", lambda lib, x: x.long().nanmean()),
+    ("aminmax dim", lambda lib, x: lib.aminmax(x, dim=2)),
+    ("aminmax tuple", lambda lib, x: x.aminmax(dim=(0, 1))),
+    ("aminmax empty", lambda lib, x: lib.aminmax(x[:0])),
+    ("flip dim", lambda lib, x: x.flip(2)),
+    ("flip repeated", lambda lib, x: x.flip((0, 0))),
+    ("fliplr 1-d", lambda lib, x: x[0].fliplr()),
+    ("flipud 0-d", lambda lib, x: x[0, 0].flipud()),
+    ("roll dim", lambda lib, x: x.roll(1, 2)),
+    ("roll align", lambda lib, x: x.roll((1, 2), (0,))),
+    ("tril 1-d", lambda lib, x: x[0].tril()),
+    ("diagonal same dims", lambda lib, x: x.diagonal(0, 1, -1)),
+    ("diagonal dim", lambda lib, x: x.diagonal(0, 0, 2)),
+    ("diag 3-d", lambda lib, x: x[None].diag()),
+    ("trace 1-d", lambda lib, x: x[0].trace()),
+    ("gather dim", lambda lib, x: x.gather(2, lib.tensor([[0]]))),
+    ("gather bounds", lambda lib, x: x.gather(1, lib.tensor([[5]]))),
+    ("gather float index", lambda lib, x: x.gather(1, lib.tensor([[0.5]]))),
+    ("gather rank", lambda lib, x: x.gather(1, lib.tensor([0]))),
+    ("index_select matrix", lambda lib, x: x.index_select(1, lib.tensor([[0]]))),
+    ("index_select bounds", lambda lib, x: x.index_select(1, lib.tensor([7]))),
+    ("select bounds", lambda lib, x: x.select(1, 5)),
+    ("select dim", lambda lib, x: x.select(2, 0)),
+    ("narrow length", lambda lib, x: x.narrow(1, 3, 2)),
+    ("masked_fill long mask", lambda lib, x: x.masked_fill(lib.tensor([1, 0, 1, 0]), 0.0)),
+    ("masked_fill 1-d value", lambda lib, x: x.masked_fill(lib.tensor([True]), lib.tensor([1.0, 2.0]))),
+    ("movedim dim", lambda lib, x: x.movedim(0, 3)),
+    ("movedim repeated", lambda lib, x: x.movedim((0, 0), (1, 0))),
+    ("movedim lengths", lambda lib, x: x.movedim((0,), (1, 0))),
+    ("unflatten sizes", lambda lib, x: x.unflatten(1, (3, 2))),
+    ("sort dim", lambda lib, x: x.sort(2)),
+    ("topk k", lambda lib, x: x.topk(5)),
+    ("bmm 2-d", lambda lib, x: lib.bmm(x, x)),
+    ("bmm sizes", lambda lib, x: lib.bmm(x[None], x[None])),
+]
+
+
+@pytest.mark.parametrize(("name", "call"), ERRORS, ids=[n for n, _ in ERRORS])
+def test_errors_match_torch(name: str, call: Callable):
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    assert _error(lambda: call(sg, sg.tensor(a))) == _error(lambda: call(torch, torch.tensor(a)))
+
+
+def _both(a: np.ndarray, fn: Callable) -> tuple[Any, Any, sg.Tensor, torch.Tensor]:
+    x, t = sg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    return fn(sg, x), fn(torch, t), x, t
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib, x: x.nansum(),
+    lambda lib, x: lib.nansum(x, 1, keepdim=True),
+    lambda lib, x: x.nanmean(0),
+    lambda lib, x: lib.nanmean(x),
+], ids=["nansum", "nansum dim", "nanmean dim", "nanmean"])
+def test_nan_reductions_skip_nans(fn: Callable):
+    a = np.array([[1.0, np.nan, 2.5], [np.nan, np.nan, -1.0]])
+    y, ty, x, t = _both(a, fn)
+    assert_close(y, ty)
+    assert grad_fn_name(y) == grad_fn_name(ty)
+    y.sum().backward()
+    ty.sum().backward()
+    assert_close(x.grad, t.grad)
+
+
+def test_std_and_norm_gradients_at_zero_are_zero_as_torch():
+    a = np.zeros((2, 3))
+    for fn in (lambda lib, x: x.std(1), lambda lib, x: x.norm(), lambda lib, x: lib.linalg.vector_norm(x, 3, 0)):
+        y, ty, x, t = _both(a, fn)
+        y.sum().backward()
+        ty.sum().backward()
+        assert_close(x.grad, t.grad)
+        assert not np.isnan(x.grad.numpy()).any()
+    y, ty, _, _ = _both(np.ones(1), lambda lib, x: x.std())  # one element, correction 1: NaN as torch
+    assert np.isnan(y.item()) and np.isnan(ty.item())
+
+
+def test_cumprod_gradient_is_exact_at_zeros():
+    a = np.array([[2.0, 0.0, 3.0, 0.0], [0.0, 1.5, -2.0, 4.0]])
+    y, ty, x, t = _both(a, lambda lib, x: x.cumprod(1))
+    g = np.arange(8.0).reshape(2, 4)
+    y.backward(sg.tensor(g))
+    ty.backward(torch.tensor(g))
+    assert_close(x.grad, t.grad)
+
+
+def test_integer_inputs_keep_integer_results():
+    a = np.array([[3, -1, 2], [0, 5, 5]])
+    for fn in (lambda lib, x: x.cumprod(1), lambda lib, x: x.tril(), lambda lib, x: x.flip(0),
+               lambda lib, x: x.masked_fill(x > 2, 7), lambda lib, x: x.count_nonzero(1),
+               lambda lib, x: x.trace(), lambda lib, x: x.sort(1).values, lambda lib, x: x.nansum(0)):
+        y, ty = fn(sg, sg.tensor(a)), fn(torch, torch.tensor(a))
+        assert y.dtype.name == str(ty.dtype).removeprefix("torch.")
+        assert (y.numpy() == ty.numpy()).all()
+
+
+def test_masked_fill_in_place():
+    a = np.random.default_rng(1).standard_normal((3, 4))
+    for lib in (sg, torch):
+        x = lib.tensor(a, requires_grad=True)
+        y = x * 2
+        out = y.masked_fill_(y > 0, 0.25)
+        assert out is y and grad_fn_name(y) == "MaskedFillBackward0"
+        y.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.where(a > 0, 0.0, 2.0))
+        assert_close(y.detach().numpy(), np.where(a > 0, 0.25, 2 * a))
+
+
+def test_sort_order_ties_and_nans_match_torch():
+    a = np.array([[1.0, np.nan, 0.0, 1.0, -np.inf, np.inf, np.nan, 0.0]])
+    for kw in ({}, {"descending": True}):
+        s, ts = sg.tensor(a).sort(1, **kw), torch.tensor(a).sort(dim=1, stable=True, **kw)
+        assert_close(s.values, ts.values)
+        np.testing.assert_array_equal(s.indices.numpy(), ts.indices.numpy())
+        np.testing.assert_array_equal(sg.tensor(a).argsort(1, **kw).numpy(), ts.indices.numpy())
+    k, tk = sg.tensor(a[:, [0, 2, 4, 5]]).topk(3), torch.tensor(a[:, [0, 2, 4, 5]]).topk(3)
+    assert type(k).__name__ == "topk" and repr(k).startswith("torch.return_types.topk(")
+    np.testing.assert_array_equal(k.indices.numpy(), tk.indices.numpy())
+    m = sg.tensor(a[:, :4]).aminmax()
+    assert repr(m).startswith("torch.return_types.aminmax(") and m.min is m[0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib, x: x.sort(1).values,
+    lambda lib, x: x.sort(0, descending=True).indices,
+    lambda lib, x: x.argsort(1, descending=True),
+    lambda lib, x: x.topk(2, 1).values,
+    lambda lib, x: lib.topk(x, 1, 0, largest=False).indices,
+], ids=["sort", "sort indices", "argsort", "topk", "topk indices"])
+def test_traced_sort_matches_torch(fn: Callable):
+    """Traced, the order comes from ranks (comparisons, ties by position, NaN largest), not from values."""
+    a = np.array([[0.5, -1.0, 0.5, np.inf, 2.0], [np.nan, 1.0, -np.inf, 1.0, np.nan], [3.0, 2.0, 1.0, 0.0, -1.0]])
+    got = sg.compile(lambda x: fn(sg, x))(a)
+    want = fn(torch, torch.tensor(a))
+    np.testing.assert_array_equal(np.asarray(got, dtype=np.float64), want.numpy().astype(np.float64))
+
+
+@pytest.mark.parametrize(("fn", "index"), [
+    (lambda lib, x, i: x.gather(1, i), [[0, 4], [1, 1], [3, 2]]),
+    (lambda lib, x, i: lib.gather(x, 0, i), [[0, 2], [2, 2]]),
+    (lambda lib, x, i: lib.take_along_dim(x, i, 1), [[0], [4], [2]]),
+    (lambda lib, x, i: lib.take_along_dim(x, i), [0, 7, 7, 14]),
+    (lambda lib, x, i: x.index_select(1, i), [4, 0, 4]),
+], ids=["gather", "gather part", "take_along_dim", "take_along_dim flat", "index_select"])
+def test_index_tensors_can_be_arguments_of_compiled_functions(fn: Callable, index: list):
+    """A traced index (compile passes integer arrays as float64) selects one-hot: one kernel for all indices."""
+    a = np.random.default_rng(5).standard_normal((3, 5))
+    i = np.array(index)
+    f = sg.value_and_grad(lambda x, j: (fn(sg, x, j) ** 2).sum())
+    value, grad = f(a, i)
+    tx = torch.tensor(a, requires_grad=True)
+    tv = (fn(torch, tx, torch.tensor(i)) ** 2).sum()
+    tv.backward()
+    assert_close(np.asarray(value), tv)
+    assert_close(grad, tx.grad)
+
+
+def _f(lib: Any, x: Any) -> Any:
+    return (x.std(1).sum() + x.norm(3) + x.cumprod(1).logcumsumexp(0).sum() + x.triu().trace()
+            + x.flip(0).roll(1, 1).diagonal().sum() * x.var())
+
+
+def test_forward_mode_and_hessian_match_torch():
+    a = np.random.default_rng(2).uniform(0.5, 1.5, (3, 4))
+    v = np.random.default_rng(3).standard_normal((3, 4))
+    value, tangent = sg.jvp(lambda x: _f(sg, x), (sg.tensor(a),), (sg.tensor(v),))
+    tvalue, ttangent = torch.func.jvp(lambda x: _f(torch, x), (torch.tensor(a),), (torch.tensor(v),))
+    assert_close(value, tvalue)
+    assert_close(tangent, ttangent)
+    h = sg.hessian(lambda x: _f(sg, x))(sg.tensor(a))
+    th = torch.autograd.functional.hessian(lambda x: _f(torch, x), torch.tensor(a))
+    np.testing.assert_allclose(np.asarray(h), th.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_hessian_sparsity_of_composites():
+    """Rows of ``tril`` / ``diagonal`` / ``cumprod`` couple only the entries they read."""
+    f = sg.compile(lambda x: (x.tril() ** 2).sum() + x.diagonal().prod() + x.cumprod(1)[:, -1].sum())
+    pattern = f.hessian_sparsity(np.ones((3, 3))).toarray()
+    th = torch.autograd.functional.hessian(
+        lambda x: (x.tril() ** 2).sum() + x.diagonal().prod() + x.cumprod(1)[:, -1].sum(),
+        torch.tensor(np.random.default_rng(4).uniform(0.5, 1.5, (3, 3)))).reshape(9, 9).numpy()
+    assert ((th != 0) <= pattern).all()  # no structural zero is wrong
+    assert pattern.sum() < 81  # and the pattern is not dense
+
+
+def test_formulas_print_composites():
+    x = sg.tensor(np.ones((2, 3)), requires_grad=True, name="x")
+    assert "sqrt" in str(sg.formula(x.norm()))
+    assert "Piecewise" in str(sg.grad_formula(x.norm(), x))
+    assert "prod" in str(sg.formula(x.cumprod(1)))
+    assert sg.formula(x.var()).latex()
