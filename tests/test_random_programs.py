@@ -143,6 +143,15 @@ UNARY: dict[str, Callable[[Pair, int], Pair]] = {
     "clamp": lambda p, k: both([lambda lib, x: x.clamp(-0.5, 0.7), lambda lib, x: x.clamp(min=0.1),
                                 lambda lib, x: lib.clamp(x, max=0.3), lambda lib, x: x.clamp_min(-0.2)][k % 4], p),
     "clone": lambda p, k: both(lambda lib, x: x.clone(), p),
+    "sinh": lambda p, k: both(lambda lib, x: x.sinh(), bounded(p)),
+    "cosh": lambda p, k: both(lambda lib, x: lib.cosh(x), bounded(p)),
+    "atan": lambda p, k: both(lambda lib, x: x.atan(), p),
+    "asinh": lambda p, k: both(lambda lib, x: lib.asinh(x), p),
+    "erf": lambda p, k: both(lambda lib, x: lib.erf(x), p),
+    "expm1": lambda p, k: both(lambda lib, x: x.expm1(), bounded(p)),
+    "log2": lambda p, k: both(lambda lib, x: lib.log2(x), positive(p)),
+    "square": lambda p, k: both(lambda lib, x: x.square(), bounded(p)),
+    "rsqrt": lambda p, k: both(lambda lib, x: x.rsqrt(), positive(p)),
 }
 
 
@@ -189,16 +198,40 @@ def _binary(kind: str, a: Pair, b: Pair, k: int) -> Pair:
         return both(lambda lib, x, y: lib.maximum(x, y), a, b)
     if kind == "minimum":
         return both(lambda lib, x, y: lib.minimum(x, y), a, b)
+    if kind == "atan2":
+        return both(lambda lib, x, y: lib.atan2(x, y), a, nonzero(b))
+    if kind == "hypot":
+        return both(lambda lib, x, y: lib.hypot(x, y), nonzero(a), b)
+    if kind == "logaddexp":
+        return both(lambda lib, x, y: lib.logaddexp(x, y), a, b)
     if kind == "where":
         return both([lambda lib, x, y: lib.where(x > y, x, y), lambda lib, x, y: lib.where(y < 0.5, x * 2, y),
                      lambda lib, x, y: lib.where(x >= 0, x, 0.5)][k % 3], a, b)
     raise AssertionError(kind)
 
 
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "where")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "atan2", "hypot", "logaddexp")
+
+
+def _spread(p: Pair, k: int) -> Pair:
+    """std / var / norm over everything or one dim (differentiable where the spread is not zero)."""
+    nd = p.ndim
+    d = (k // 3) % max(nd, 1) if nd else None
+    keepdim = bool((k // 7) % 2)
+    op = k % 3
+    if op == 2:
+        return both(lambda lib, x: x.norm() if d is None else x.norm(dim=d, keepdim=keepdim), positive(p))
+    name = "std" if op == 0 else "var"
+    if d is None or p.shape[d] < 2:
+        if int(np.prod(p.shape)) < 2:
+            return both(lambda lib, x: x * 1, p)
+        return both(lambda lib, x: getattr(x, name)(), p)
+    return both(lambda lib, x: getattr(x, name)(d, keepdim=keepdim), p)
 
 
 def _reduce(p: Pair, k: int) -> Pair:
+    if k % 6 == 5:
+        return _spread(p, k // 6)
     op = "sum" if k % 2 else "mean"
     keepdim = bool((k // 2) % 2)
     choice = (k // 4) % 5
