@@ -81,12 +81,16 @@ def _moments(t: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any,
     if div == 0:
         warnings.warn(f"{'std' if root else 'var'}(): degrees of freedom is <= 0. Correction should be strictly "
                       "less than the reduction factor (input numel divided by output numel).", stacklevel=3)
+    # N - correction read from the shape at run time (the ``numel`` op, as mean's 1/N): one kernel text
+    # for every size
+    count = _apply(REGISTRY["numel"], t.detach(), dims=dims)
+    denom = sp.Max(A[1] - c, 0)
     if not root:
-        return _fused(A[0] / A[1], s, div, fn=fn)
+        return _fused(A[0] / denom, s, count, fn=fn)
     # torch's std backward: grad / (2 * std), zero where std is zero (constant slices)
     # (0/0 stays NaN: a single element with correction 1)
-    expr = sp.Piecewise((0, sp.Eq(A[0] / A[1], 0)), (sp.sqrt(A[0] / A[1]), True))
-    return _fused(expr, s, div, fn=fn)
+    expr = sp.Piecewise((0, sp.Eq(A[0] / denom, 0)), (sp.sqrt(A[0] / denom), True))
+    return _fused(expr, s, count, fn=fn)
 
 
 def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,  # noqa: A002

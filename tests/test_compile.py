@@ -485,3 +485,105 @@ def test_callers_no_grad_does_not_reach_the_trace():
     with sg.no_grad():
         g = sg.grad(lambda a: (a.sin() * a).sum())(x)
     np.testing.assert_allclose(g, np.sin(x) + x * np.cos(x), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------- random compiled programs
+
+import importlib  # noqa: E402
+
+import torch  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+#: steps of a random program over a vector x (n,) and a matrix y (3, n); lib is sg or torch
+_UNARY = {
+    "sin": lambda lib, v: lib.sin(v), "tanh": lambda lib, v: lib.tanh(v), "erf": lambda lib, v: lib.erf(v),
+    "atan": lambda lib, v: lib.atan(v), "gauss": lambda lib, v: lib.exp(-v ** 2),
+    "log1p_sq": lambda lib, v: lib.log1p(v ** 2), "sigmoid": lambda lib, v: lib.sigmoid(v),
+    "relu": lambda lib, v: lib.relu(v - 0.1), "abs": lambda lib, v: lib.abs(v + 0.05),
+    "softplus": lambda lib, v: lib.nn.functional.softplus(v), "cosh": lambda lib, v: lib.cosh(lib.tanh(v)),
+    "clamp": lambda lib, v: v.clamp(-0.6, 0.8), "rsqrt": lambda lib, v: lib.rsqrt(1 + v ** 2),
+    "softmax": lambda lib, v: lib.softmax(v, -1), "cumsum": lambda lib, v: lib.cumsum(v, -1) / 3,
+    "center": lambda lib, v: v - v.mean(-1, keepdim=True), "norm": lambda lib, v: v / (1 + v.norm()),
+    "shift": lambda lib, v: lib.cat([v[..., 1:], v[..., :1]], -1), "flip": lambda lib, v: v.flip(-1),
+}
+_BINARY = {
+    "add": lambda lib, a, b: a + b, "mul": lambda lib, a, b: a * b, "div": lambda lib, a, b: a / (1.5 + b * b),
+    "atan2": lambda lib, a, b: lib.atan2(a, b + 2.5), "hypot": lambda lib, a, b: lib.hypot(a, b + 0.3),
+    "max": lambda lib, a, b: lib.maximum(a, b), "where": lambda lib, a, b: lib.where(a > b, a * b, a - b),
+    "logaddexp": lambda lib, a, b: lib.logaddexp(a, b),
+}
+_REDUCE = {
+    "sum": lambda lib, v: v.sum(), "mean_sq": lambda lib, v: (v ** 2).mean(), "std": lambda lib, v: v.std(),
+    "logsumexp": lambda lib, v: lib.logsumexp(v.reshape(-1), 0), "amax": lambda lib, v: v.amax(),
+    "rows": lambda lib, v: (v.sum(-1) ** 2).sum() if v.ndim > 1 else (v * v).sum(),
+}
+
+
+@st.composite
+def _compiled_programs(draw):
+    steps = []
+    for k in range(draw(st.integers(1, 5))):
+        if draw(st.booleans()):
+            steps.append(("b", draw(st.sampled_from(sorted(_BINARY))), draw(st.integers(0, k + 1)),
+                          draw(st.integers(0, k + 1))))
+        else:
+            steps.append(("u", draw(st.sampled_from(sorted(_UNARY))), draw(st.integers(0, k + 1))))
+    return steps, draw(st.sampled_from(sorted(_REDUCE)))
+
+
+def _program(lib, steps, red, x, y):
+    vals = [x, y]
+    for s in steps:
+        vals.append(_UNARY[s[1]](lib, vals[s[2]]) if s[0] == "u" else _BINARY[s[1]](lib, vals[s[2]], vals[s[3]]))
+    return _REDUCE[red](lib, vals[-1]) + (vals[-1] * x).sum() / 4
+
+
+def _torch_value_and_grad(steps, red, x, y):
+    tx, ty = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    out = _program(torch, steps, red, tx, ty)
+    gx, gy = torch.autograd.grad(out, (tx, ty), allow_unused=True)
+    zero = np.zeros
+    return out.item(), gx.numpy() if gx is not None else zero(x.shape), gy.numpy() if gy is not None else zero(y.shape)
+
+
+def _check_compiled_program(prog, backend):
+    steps, red = prog
+    cm = importlib.import_module("symgrad.compile")
+    saved, cm.BACKEND = cm.BACKEND, backend
+    try:
+        vg = sg.value_and_grad(lambda x, y: _program(sg, steps, red, x, y), argnums=(0, 1))
+        rng = np.random.default_rng(len(steps))
+        for n in (5, 9):                               # two sizes, one kernel (numba compiles once per rank)
+            x, y = rng.uniform(-1, 1, n), rng.uniform(-1, 1, (3, n))
+            want = _torch_value_and_grad(steps, red, x, y)
+            for _ in range(3):                         # the numpy kernel, then the backend's
+                v, (gx, gy) = vg(x, y)
+                np.testing.assert_allclose(v, want[0], rtol=1e-10, atol=1e-12, err_msg=str(prog))
+                np.testing.assert_allclose(gx, want[1], rtol=1e-10, atol=1e-12, err_msg=str(prog))
+                np.testing.assert_allclose(gy, want[2], rtol=1e-10, atol=1e-12, err_msg=str(prog))
+        if backend == "numba":
+            jits = {id(e.jit) for e in vg._entries.values()}
+            assert None not in {e.jit for e in vg._entries.values()}, f"numba refused {prog}"
+            sources = {e.jit_source for e in vg._entries.values()}
+            # kernels that read sizes at run time serve both sizes with one numba compile; ops that bake
+            # positions into the text (flip's, shift's index arrays) give a kernel per size
+            assert len(jits) == len(sources), "an identical kernel text was compiled twice"
+            if not {s[1] for s in steps} & {"flip", "shift"}:
+                assert len(sources) == 1, f"a size was baked into the kernel text: {prog}"
+            for e in vg._entries.values():
+                assert jit_stats(e.jit)["signatures"] == 1
+    finally:
+        cm.BACKEND = saved
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(_compiled_programs())
+def test_random_compiled_programs_match_torch_numpy_backend(prog):
+    _check_compiled_program(prog, "numpy")
+
+
+@settings(max_examples=8, derandomize=True, deadline=None, database=None)
+@given(_compiled_programs())
+def test_random_compiled_programs_match_torch_numba_backend(prog):
+    _check_compiled_program(prog, "numba")
