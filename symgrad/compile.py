@@ -49,6 +49,36 @@ HOT_CALLS = 2
 _MISSING = object()     # an argument not given to a generated fast-path __call__
 
 
+def bind_positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
+    """``fn(*args, **kwargs)``'s arguments as a positional tuple (``argnums`` count positions): keywords
+    fill their parameter's place, skipped parameters before them take their defaults."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise TypeError(f"keyword arguments need an inspectable signature: pass them positionally to {fn!r}") from None
+    bound = sig.bind(*args, **kwargs)     # raises Python's own TypeError for a wrong call
+    out: list[Any] = []
+    params = list(sig.parameters.values())
+    for k, p in enumerate(params):
+        if p.kind is p.VAR_POSITIONAL:
+            out.extend(bound.arguments.get(p.name, ()))
+            continue
+        if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD):
+            if p.name in bound.arguments:
+                raise TypeError(f"sg.compile passes arguments by position: the keyword-only parameter "
+                                f"'{p.name}' of {getattr(fn, '__name__', fn)} cannot be given (give it a "
+                                "default and leave it, or make it positional)")
+            continue
+        if p.name in bound.arguments:
+            out.append(bound.arguments[p.name])
+        elif any(q.name in bound.arguments for q in params[k + 1:]
+                 if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)):
+            out.append(p.default)         # a later argument was given: this one takes its default
+        else:
+            break
+    return tuple(out)
+
+
 @functools.cache
 def _tracer_type() -> type:
     from .trace import Tracer
@@ -186,8 +216,10 @@ class CompiledFunction:
         return e, kinds
 
     # ------------------------------------------------------------------ calling
-    def __call__(self, *args: Any, out: Any = None) -> Any:
+    def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
         # the all-float fast path, once installed, is the generated __call__ of a subclass (_install_fast)
+        if kwargs:
+            args = bind_positional(self.fn, args, kwargs)
         if out is not None:
             return self._call_out(args, out)
         tensors = False
@@ -328,12 +360,12 @@ class CompiledFunction:
         # positional-only parameters with a sentinel default: no argument tuple to unpack on the fast path
         ns["_M"] = _MISSING
         check = "".join(f"type({n}) is float and " for n in names)
-        src = (f"def __call__(self, {''.join(n + '=_M, ' for n in names)}/, *rest, out=None):\n"
-               f"    if {check}out is None and not rest:\n"
+        src = (f"def __call__(self, {''.join(n + '=_M, ' for n in names)}/, *rest, out=None, **kw):\n"
+               f"    if {check}out is None and not rest and not kw:\n"
                f"        r = _entry({', '.join(kargs)})\n"
                f"        return {result}\n"
                f"    return _general(self, *[a for a in ({''.join(n + ', ' for n in names)}) if a is not _M], *rest,"
-               f" out=out)\n")
+               f" out=out, **kw)\n")
         exec(builtins.compile(src, f"<symgrad fast path of {self!r}>", "exec"), ns)  # noqa: S102 - generated above
         call = ns["__call__"]
         call.__doc__ = CompiledFunction.__call__.__doc__

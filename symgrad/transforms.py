@@ -19,7 +19,7 @@ import numpy as np
 
 from . import dtypes
 from .autodiff import backward_graph
-from .compile import HOT_CALLS, CompiledFunction, _as_node, _kind
+from .compile import HOT_CALLS, CompiledFunction, _as_node, _kind, bind_positional
 from .forward import _zeros, jvp_graph
 from .graph import Node, toposort
 from .ops import A, apply
@@ -295,8 +295,10 @@ class DerivativeFunction(CompiledFunction):
         return [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
                 for a, k in zip(args, kinds)]
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from .trace import Tracer
+        if kwargs:
+            args = bind_positional(self.fn, args, kwargs)
         if any(isinstance(a, Tracer) for a in args):
             return self._trace_symbolic(args)
         sig, kinds = self._signature(args)

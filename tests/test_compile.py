@@ -587,3 +587,37 @@ def test_random_compiled_programs_match_torch_numpy_backend(prog):
 @given(_compiled_programs())
 def test_random_compiled_programs_match_torch_numba_backend(prog):
     _check_compiled_program(prog, "numba")
+
+
+# ---------------------------------------------------------------------------- keyword arguments
+
+def _scaled(x, scale=2.0, shift=0.0):
+    return (scale * (x - shift) ** 2).sum()
+
+
+def test_keyword_arguments_bind_to_their_positions():
+    x = np.arange(3.0)
+    f = sg.compile(_scaled)
+    assert f(x, scale=3.0) == f(x, 3.0) == 15.0
+    assert f(x, shift=1.0) == f(x, 2.0, 1.0) == 4.0         # skipped parameters take their defaults
+    assert f(x=x, scale=1.0) == 5.0
+    v, (gx, gs) = sg.value_and_grad(_scaled, argnums=(0, 1))(x, scale=3.0)
+    assert v == 15.0 and np.allclose(gx, 6 * x) and gs == 5.0
+    np.testing.assert_allclose(sg.grad(_scaled)(x, shift=1.0), 4 * (x - 1))
+    np.testing.assert_allclose(sg.hessian(_scaled)(x, scale=3.0), 6 * np.eye(3))
+    g = sg.grad(lambda a, b=1.0: a * b + sg.sin(a))
+    for _ in range(4):                                    # through the all-float fast path too
+        assert g(2.0, b=3.0) == pytest.approx(3.0 + np.cos(2.0), rel=1e-15)
+        assert g(2.0) == pytest.approx(1.0 + np.cos(2.0), rel=1e-15)
+
+
+def test_keyword_argument_errors():
+    f = sg.compile(_scaled)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'scal'"):
+        f(np.ones(2), scal=3.0)
+
+    def kwonly(x, *, k=2.0):
+        return (k * x).sum()
+    assert sg.compile(kwonly)(np.ones(2)) == 4.0          # left at its default: traced as a constant
+    with pytest.raises(TypeError, match="keyword-only parameter 'k'"):
+        sg.compile(kwonly)(np.ones(2), k=3.0)
