@@ -94,7 +94,14 @@ def _kind(a: Any) -> tuple:
         return ("sg", a.dtype.name, tuple(a.shape))
     if _is_number(a) and not isinstance(a, np.ndarray):
         return ("py", "float64", ())
-    arr = np.asarray(a)
+    try:
+        arr = np.asarray(a)
+    except ValueError as exc:            # ragged nested lists
+        raise TypeError(f"a compiled function's arguments must be arrays, numbers or tensors: {exc}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"a compiled function's arguments must be arrays, numbers or tensors, not "
+                        f"{type(a).__name__} ({a!r:.60}): close over other values instead (a lambda, "
+                        "functools.partial or a default argument)")
     if arr.dtype.kind in "iub" and arr.ndim == 0:
         return ("py", "float64", ())
     return ("np", dtypes.from_numpy_dtype(arr.dtype if arr.dtype.kind == "f" else np.float64).name, arr.shape)
