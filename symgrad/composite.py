@@ -29,7 +29,8 @@ from .tensor import (
     _torch_type_name,
 )
 
-__all__ = ["aminmax", "argsort", "bmm", "count_nonzero", "cumprod", "diag", "diagonal", "dist", "flip", "fliplr",
+__all__ = ["aminmax", "argsort", "bmm", "count_nonzero", "cumprod", "diag", "diagonal", "dist", "einsum",
+           "flip", "fliplr", "floor_divide", "isclose", "nonzero",
            "flipud", "gather", "index_select", "logcumsumexp", "masked_fill", "moveaxis", "movedim", "nanmean",
            "nansum", "narrow", "norm", "roll", "select", "sort", "std", "std_mean", "swapaxes", "swapdims",
            "take_along_dim", "tile", "topk", "trace", "tril", "triu", "unflatten", "var", "var_mean"]
@@ -767,6 +768,126 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     return _apply(REGISTRY["matmul"], input, mat2, fn="BmmBackward0")
 
 
+# --------------------------------------------------------------------------- queries and creation (no grad)
+
+def _data(x: Any) -> np.ndarray:
+    return x._data if isinstance(x, Tensor) else np.asarray(x)
+
+
+def isclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08,  # noqa: A002
+            equal_nan: bool = False) -> Tensor:
+    """``|input - other| <= atol + rtol * |other|`` elementwise, as a bool tensor (no gradient)."""
+    return Tensor(np.isclose(_data(input), _data(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:  # noqa: A002
+    """The indices of the non-zero elements: an int64 ``(n, ndim)`` tensor, or one 1-d tensor per dim."""
+    idx = np.nonzero(np.atleast_1d(_data(input)))
+    if as_tuple:
+        return tuple(Tensor(i.astype(np.int64)) for i in idx)
+    return Tensor(np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:  # noqa: A002
+    """``input // other`` rounded toward minus infinity, torch's dtype; no gradient (torch has none)."""
+    dt = dtypes.result_type(input, other)
+    with np.errstate(all="ignore"):
+        out = np.floor_divide(_data(input), _data(other))
+    return Tensor(np.asarray(out).astype(dt.np, copy=False))
+
+
+def _new(self: Tensor, data: np.ndarray, dtype: Any, requires_grad: bool) -> Tensor:
+    dt = dtypes.from_any(dtype) if dtype is not None else self.dtype
+    t = Tensor(np.asarray(data).astype(dt.np))
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _size(size: tuple) -> tuple[int, ...]:
+    return tuple(size[0]) if len(size) == 1 and not isinstance(size[0], (int, np.integer)) else tuple(size)
+
+
+def new_zeros(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    """Zeros of ``size`` with this tensor's dtype (unless ``dtype``)."""
+    return _new(self, np.zeros(_size(size)), dtype, requires_grad)
+
+
+def new_ones(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _new(self, np.ones(_size(size)), dtype, requires_grad)
+
+
+def new_empty(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _new(self, np.zeros(_size(size)), dtype, requires_grad)
+
+
+def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
+             **_: Any) -> Tensor:
+    return _new(self, np.full(_size((size,)), fill_value), dtype, requires_grad)
+
+
+def new_tensor(self: Tensor, data: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    """A copy of ``data`` with this tensor's dtype (unless ``dtype``), outside any graph."""
+    return _new(self, _data(data), dtype, requires_grad)
+
+
+# --------------------------------------------------------------------------- einsum
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """``torch.einsum``: each operand's axes moved into one index space, multiplied (broadcasting) and
+    summed over the indices the output does not keep. Differentiable through the ops it is made of."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    if "." in eq:
+        raise NotImplementedError("einsum(): ellipsis ('...') in the equation is not supported by symgrad yet")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
+                           if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the equation")
+    for term, op in zip(terms, operands):
+        if not term.isalpha() and term:
+            raise RuntimeError(f"einsum(): invalid subscript given at index {eq.index(term)} in the equation "
+                               "string, subscripts must be in [a-zA-Z]")
+        if len(term) != op.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(term)}) does not match "
+                               f"the number of dimensions ({op.ndim}) for operand {terms.index(term)} and no "
+                               "ellipsis was given")
+    if not arrow:
+        counts = {c: lhs.count(c) for c in set(lhs) if c.isalpha()}
+        rhs = "".join(sorted(c for c, k in counts.items() if k == 1))
+    letters = list(dict.fromkeys(rhs + "".join(terms)))
+    sizes: dict[str, int] = {}
+    product = None
+    for term, op in zip(terms, operands):
+        x = op if isinstance(op, Tensor) else Tensor(np.asarray(op))
+        if len(set(term)) != len(term):
+            c = next(c for c in term if term.count(c) > 1)
+            i, j = term.index(c), term.index(c, term.index(c) + 1)
+            x = x.diagonal(0, i, j)                          # a repeated index: its diagonal, moved last
+            term = term[:i] + term[i + 1:j] + term[j + 1:] + c
+            if len(set(term)) != len(term):
+                raise NotImplementedError("einsum(): an index repeated more than twice in one operand")
+        for c, n in zip(term, x.shape):
+            if sizes.setdefault(c, n) != n and n != 1 and sizes[c] != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped): "
+                                   f"subscript '{c}' has size {n} for one operand and {sizes[c]} for another")
+            sizes[c] = builtins.max(sizes[c], n)
+        order = sorted(range(len(term)), key=lambda k: letters.index(term[k]))
+        x = x.permute(*order) if order != list(range(len(term))) else x
+        have = [term[k] for k in order]
+        x = x.reshape(*[sizes[c] if c in have and x.shape[have.index(c)] != 1 else 1 for c in letters]) \
+            if len(letters) != len(have) else x
+        product = x if product is None else product * x
+    assert product is not None
+    summed = tuple(k for k, c in enumerate(letters) if c not in rhs)
+    out = product.sum(summed) if summed else product
+    for c in rhs:
+        if c not in letters:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
+    return out
+
+
 # --------------------------------------------------------------------------- Tensor methods
 
 def _install(names: Sequence[str]) -> None:
@@ -780,4 +901,7 @@ def _install(names: Sequence[str]) -> None:
 _install(["var", "std", "norm", "dist", "cumprod", "logcumsumexp", "nansum", "nanmean", "count_nonzero", "aminmax",
           "flip", "fliplr", "flipud", "roll", "tril", "triu", "diagonal", "diag", "trace", "gather", "take_along_dim",
           "index_select", "select", "narrow", "masked_fill", "masked_fill_", "movedim", "moveaxis", "swapdims",
-          "tile", "unflatten", "sort", "argsort", "topk", "bmm"])
+          "tile", "unflatten", "sort", "argsort", "topk", "bmm", "isclose", "nonzero", "floor_divide", "new_zeros",
+          "new_ones", "new_empty", "new_full", "new_tensor"])
+Tensor.__floordiv__ = floor_divide
+Tensor.__rfloordiv__ = lambda self, other: floor_divide(other, self)

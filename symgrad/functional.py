@@ -333,12 +333,16 @@ def promote_types(a: DType, b: DType) -> DType:
     return dtypes.promote_types(a, b)
 
 
-def where(condition: Any, input: Any, other: Any) -> Tensor:  # noqa: A002
+def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002
     """``input`` where ``condition`` else ``other``; a SymPy ``Piecewise`` in formulas.
 
     Gradients are exactly zero in the branch not taken, so ``where(x > 0, sqrt(x), 0)`` has no
-    NaN gradient at ``x <= 0`` (torch and JAX give NaN there).
+    NaN gradient at ``x <= 0`` (torch and JAX give NaN there). ``where(condition)`` alone is
+    ``nonzero(condition, as_tuple=True)``.
     """
+    if input is None and other is None:
+        from .composite import nonzero
+        return nonzero(condition if isinstance(condition, Tensor) else Tensor(np.asarray(condition)), as_tuple=True)
     c = condition if isinstance(condition, Tensor) else Tensor(np.asarray(condition))
     a = input if isinstance(input, Tensor) or not isinstance(other, Tensor) else input
     return _apply(REGISTRY["where"], c, a, other)

@@ -227,3 +227,102 @@ def test_formulas_print_composites():
     assert "Piecewise" in str(sg.grad_formula(x.norm(), x))
     assert "prod" in str(sg.formula(x.cumprod(1)))
     assert sg.formula(x.var()).latex()
+
+
+# ---------------------------------------------------------------------------- einsum, queries, creation
+
+EINSUM = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,j->i", [(2, 3), (3,)]), ("i,i->", [(3,), (3,)]), ("i,j->ij", [(2,), (3,)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 2)]), ("ij->ji", [(2, 3)]), ("ij->", [(2, 3)]), ("ii->i", [(3, 3)]),
+    ("ii", [(3, 3)]), ("ij,ij->i", [(2, 3), (2, 3)]), ("ij,kj", [(2, 3), (4, 3)]),
+    ("abc,cd,a->bd", [(2, 3, 4), (4, 2), (2,)]), ("ij,j", [(2, 3), (1,)]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("eq,shapes", EINSUM, ids=[e for e, _ in EINSUM])
+def test_einsum_matches_torch(eq, shapes, dtype):
+    rng = np.random.default_rng(3)
+    arrs = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    xs = [sg.tensor(a, requires_grad=True) for a in arrs]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrs]
+    out, tout = sg.einsum(eq, *xs), torch.einsum(eq, *ts)
+    assert_close(out, tout)
+    w = rng.standard_normal(tuple(tout.shape)).astype(dtype)
+    (out * sg.tensor(w)).sum().backward()
+    (tout * torch.tensor(w)).sum().backward()
+    for x, t in zip(xs, ts):
+        assert_close(x.grad, t.grad)
+    assert_close(sg.einsum(eq, xs), torch.einsum(eq, ts))     # operands as one list
+
+
+def test_einsum_compiles():
+    f = sg.value_and_grad(lambda a, b: (sg.einsum("ij,jk->ik", a, b) ** 2).sum(), argnums=(0, 1))
+    a, b = np.arange(6.0).reshape(2, 3), np.linspace(-1, 1, 12).reshape(3, 4)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    tv = (torch.einsum("ij,jk->ik", ta, tb) ** 2).sum()
+    tv.backward()
+    for _ in range(3):
+        v, (ga, gb) = f(a, b)
+        assert v == pytest.approx(tv.item(), rel=1e-12)
+        np.testing.assert_allclose(ga, ta.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(gb, tb.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, x: lib.einsum("ij,jk", x),                  # too few operands
+    lambda lib, x: lib.einsum("ijk", x),                    # rank mismatch
+    lambda lib, x: lib.einsum("ij,ij->i", x, x.T),           # sizes disagree
+])
+def test_einsum_errors_are_runtime_errors_like_torch(case):
+    x = np.ones((2, 3))
+    with pytest.raises(RuntimeError):
+        case(sg, sg.tensor(x))
+    with pytest.raises(RuntimeError):
+        case(torch, torch.tensor(x))
+
+
+QUERIES: list[tuple[str, Callable]] = [
+    ("isclose", lambda lib, x: lib.isclose(x, x + 1e-9)),
+    ("isclose method", lambda lib, x: x.isclose(x * 1.1, rtol=0.2)),
+    ("nonzero", lambda lib, x: (x > 0).nonzero()),
+    ("nonzero as_tuple", lambda lib, x: lib.nonzero(x > 0, as_tuple=True)),
+    ("where one argument", lambda lib, x: lib.where(x > 0)),
+    ("floordiv", lambda lib, x: x // 0.7),
+    ("rfloordiv", lambda lib, x: 3 // (x + 3)),
+    ("floor_divide int", lambda lib, x: lib.floor_divide(lib.tensor([7, -7]), 2)),
+    ("new_zeros", lambda lib, x: x.new_zeros(2, 3)),
+    ("new_ones tuple", lambda lib, x: x.new_ones((2,))),
+    ("new_full", lambda lib, x: x.new_full((2,), 3.5)),
+    ("new_tensor", lambda lib, x: x.new_tensor([1, 2])),
+    ("new_tensor dtype", lambda lib, x: x.new_tensor([1, 2], dtype=lib.int64)),
+    ("boolean mask", lambda lib, x: x[x > 0]),
+    ("boolean row mask", lambda lib, x: x[lib.tensor([True, False])]),
+]
+
+
+@pytest.mark.parametrize("name,fn", QUERIES, ids=[n for n, _ in QUERIES])
+def test_queries_and_creation_match_torch(name, fn):
+    arr = np.array([[0.5, -1.0, 2.0], [0.0, 3.0, -0.25]], dtype=np.float32)
+    out, tout = fn(sg, sg.tensor(arr)), fn(torch, torch.tensor(arr))
+    outs, touts = (out, tout) if isinstance(out, tuple) else ((out,), (tout,))
+    for o, t in zip(outs, touts):
+        assert_close(o, t)
+        assert not o.requires_grad
+
+
+def test_boolean_mask_reads_are_differentiable_and_refused_while_tracing():
+    x, tx = sg.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True), torch.tensor([[1.0, -2.0], [3.0, 4.0]],
+                                                                                       requires_grad=True)
+    y, ty = x[x > 0], tx[tx > 0]
+    assert grad_fn_name(y) == grad_fn_name(ty) == "IndexBackward0"
+    (y * y).sum().backward()
+    (ty * ty).sum().backward()
+    assert_close(x.grad, tx.grad)
+    with pytest.raises(sg.TracingError, match="mask"):
+        sg.compile(lambda v: v[v > 0].sum())(np.ones(3))
+
+
+def test_floor_division_has_no_gradient():
+    x = sg.tensor([1.5, -2.5], requires_grad=True)
+    assert not (x // 2).requires_grad
