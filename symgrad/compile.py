@@ -42,6 +42,7 @@ class _Entry:
     jit: Callable | None = None   # numba kernel: jit(*arrays), once the signature is hot
     jit_source: str = ""
     jit_out: Any = None      # the numba kernel writing gradients into the caller's arrays (``out=``); False: none
+    tree: Any = None         # how the extra outputs (fn mode's tuple, grad modes' aux) nest; None: there are none
 
 
 HOT_CALLS = 2
@@ -110,9 +111,11 @@ def _kind(a: Any) -> tuple:
 class CompiledFunction:
     """A traced, symbolically differentiated, code-generated function (see ``symgrad.compile``)."""
 
-    def __init__(self, fn: Callable, mode: str = "fn", argnums: int | Sequence[int] = 0) -> None:
+    def __init__(self, fn: Callable, mode: str = "fn", argnums: int | Sequence[int] = 0,
+                 has_aux: bool = False) -> None:
         self.fn = fn
         self.mode = mode
+        self.has_aux = bool(has_aux)
         self.argnums = _argnums(argnums)
         self._single = isinstance(argnums, int)
         self._entries: dict[tuple, _Entry] = {}
@@ -145,12 +148,24 @@ class CompiledFunction:
             n.requires_grad = True
             alias[i] = n
             args[i] = Tracer.wrap(n)
-        out = self.fn(*args)
+        out, aux = self._split_aux(self.fn(*args))
         out_node = _as_node(out)
         grads = self._derive(out_node, [alias[i] for i in self.argnums])
         gts = tuple(Tracer.wrap(g) for g in grads)
         g = gts[0] if self._single else gts
+        if self.has_aux:
+            return (g, aux) if self.mode == "grad" else ((out, aux), g)
         return g if self.mode == "grad" else (out, g)
+
+    def _split_aux(self, out: Any) -> tuple[Any, Any]:
+        """``(main, aux)`` of a ``has_aux`` function's result (JAX's convention); ``(out, None)`` otherwise."""
+        if not self.has_aux:
+            return out, None
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            got = (f"a {type(out).__name__} of length {len(out)}" if isinstance(out, (tuple, list)) else
+                   "a single tensor" if isinstance(out, Tensor) else type(out).__name__)
+            raise TypeError(f"has_aux=True needs the function to return a pair (output, aux), got {got}")
+        return out[0], out[1]
 
     def _derive(self, out: Node, wrt: Sequence[Node]) -> list[Node]:
         if out.shape != ():
@@ -176,12 +191,23 @@ class CompiledFunction:
         with enable_grad():     # the caller's no_grad() is not the traced function's
             out = trace(self.fn, leaves)
         STATS["traces"] += 1
-        out_node = _as_node(out)
+        out, aux = self._split_aux(out)
+        tree = None
+        if self.mode == "fn" and isinstance(out, (tuple, list)):
+            extra, tree = _flatten(out, "the compiled function's result")
+            if not extra:
+                raise TypeError("a compiled function must return a tensor or a number, not an empty sequence")
+            out_node, extra = extra[0], extra[1:]
+        else:
+            out_node, extra = _as_node(out), []
+            if self.has_aux:
+                extra, tree = _flatten(aux, "aux")
         outs = [out_node]
         grads: list = []
         if self.mode != "fn":
             grads = self._derive(out_node, [leaves[i]._node for i in self.argnums])
             outs = outs + grads
+        outs = outs + extra
         t1 = time.perf_counter()
         outs = simplify_graph(outs)
         consts = [n for n in toposort(outs) if n.op is _src.const]
@@ -195,7 +221,7 @@ class CompiledFunction:
         log.debug("compiled %s for %s: trace+derive %.1f ms, lower+emit+load %.1f ms (%s)", self.mode, kinds,
                   1e3 * (t1 - t0), 1e3 * (t2 - t1), path)
         return _Entry(fn, source, [(o.dtype, o.shape) for o in outs], [lv._node for lv in leaves], out_node,
-                      grads, [np.asarray(c.value) for c in consts], kernel)
+                      grads, [np.asarray(c.value) for c in consts], kernel, tree=tree)
 
     def _jit(self, e: _Entry) -> Callable | None:
         """The numba kernel of an entry (compiled once it is hot); None if numba can't take it."""
@@ -254,7 +280,9 @@ class CompiledFunction:
             with np.errstate(all="ignore"):
                 raw = e.fn(arrays)
         outs = []
-        for (dt, shape), r, i in zip(e.out_specs, raw, [None] + list(self.argnums)):
+        owner = [None] + (list(self.argnums) if self.mode != "fn" else [])
+        owner += [None] * (len(e.out_specs) - len(owner))     # a tuple result's or aux's further outputs
+        for (dt, shape), r, i in zip(e.out_specs, raw, owner):
             r = np.asarray(r, dtype=dt.np)
             if r.shape != shape:
                 r = np.broadcast_to(r, shape)
@@ -268,9 +296,13 @@ class CompiledFunction:
                     r = np.array(r)
                 outs.append(r[()] if r.ndim == 0 else r)
         if self.mode == "fn":
-            return outs[0]
-        grads = tuple(outs[1:])
+            return outs[0] if e.tree is None else _unflatten(e.tree, iter(outs))
+        k = 1 + len(self.argnums)
+        grads = tuple(outs[1:k])
         g = grads[0] if self._single else grads
+        if self.has_aux:
+            aux = _unflatten(e.tree, iter(outs[k:]))
+            return (g, aux) if self.mode == "grad" else ((outs[0], aux), g)
         return g if self.mode == "grad" else (outs[0], g)
 
     def _call_out(self, args: Sequence[Any], out: Any) -> Any:
@@ -278,6 +310,8 @@ class CompiledFunction:
         entry) and returning them; the hot numba kernel writes into them directly."""
         if self.mode == "fn":
             raise TypeError("out= takes gradient arrays: use it with sg.grad or sg.value_and_grad")
+        if self.has_aux:
+            raise TypeError("out= is not available with has_aux=True")
         from .trace import Tracer
         if any(isinstance(a, Tracer) for a in args):
             raise TypeError("out= cannot be used while tracing")
@@ -348,7 +382,7 @@ class CompiledFunction:
             entry = jit.overloads[sig].entry_point
         except (AttributeError, KeyError, TypeError):
             return
-        if (not isinstance(raw, tuple) or len(raw) != len(e.out_specs)
+        if (e.tree is not None or not isinstance(raw, tuple) or len(raw) != len(e.out_specs)
                 or not all(type(r) is float and dt.np == np.float64 and shape == ()
                            for r, (dt, shape) in zip(raw, e.out_specs))):
             return
@@ -386,6 +420,9 @@ class CompiledFunction:
         kernel computed with the value; its gradients are nodes whose own VJP rebuilds the traced
         derivative on the inputs (second order, ``create_graph``). A non-scalar result's VJP is the
         traced derivative rebuilt on the inputs."""
+        if self.has_aux:
+            raise NotImplementedError("has_aux=True with sg.Tensor arguments that require grad: pass arrays or "
+                                      "detached tensors, or record the aux eagerly")
         kinds = tuple(_kind(a) for a in args)
         leaves, out_node = self._traced(kinds)
         if self.mode != "fn" and out_node.shape != ():
@@ -427,6 +464,9 @@ class CompiledFunction:
             with enable_grad():
                 out = trace(self.fn, lvs)
             STATS["traces"] += 1
+            if isinstance(out, (tuple, list)):
+                raise NotImplementedError("a compiled function returning several results, called with tensors "
+                                          "that require grad: call it with arrays (or detached tensors)")
             traces[kinds] = ([lv._node for lv in lvs], _as_node(out))
         return traces[kinds]
 
@@ -522,6 +562,30 @@ _GRAD_OP = register(OpDef("compiled_grad", "custom", "CompiledFunctionBackward",
                           doc="a compiled function's gradient, as its kernel computed it (second order: symbolic)"))
 
 
+def _flatten(tree: Any, what: str) -> tuple[list[Node], Any]:
+    """The nodes of a (nested) tuple / list / dict of results, and the structure to rebuild it."""
+    if isinstance(tree, (tuple, list)):
+        parts = [_flatten(x, what) for x in tree]
+        return [n for p in parts for n in p[0]], (type(tree), [p[1] for p in parts])
+    if isinstance(tree, dict):
+        keys = sorted(tree)
+        parts = [_flatten(tree[k], what) for k in keys]
+        return [n for p in parts for n in p[0]], (dict, keys, [p[1] for p in parts])
+    try:
+        return [_as_node(tree)], None
+    except TypeError:
+        raise TypeError(f"{what} must be tensors or numbers (in tuples, lists or dicts), not "
+                        f"{type(tree).__name__}") from None
+
+
+def _unflatten(tree: Any, values: Any) -> Any:
+    if tree is None:
+        return next(values)
+    if tree[0] is dict:
+        return {k: _unflatten(t, values) for k, t in zip(tree[1], tree[2])}
+    return tree[0](_unflatten(t, values) for t in tree[1])
+
+
 def _as_node(out: Any) -> Node:
     from .trace import Tracer
     if isinstance(out, Tracer):
@@ -553,17 +617,19 @@ def compile(fn: Callable | None = None) -> Any:  # noqa: A001
     return CompiledFunction(fn, "fn")
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0) -> CompiledFunction:
-    """The gradient of a scalar function, as a compiled function (JAX's ``grad``).
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> CompiledFunction:
+    """The gradient of a scalar function, as a compiled function (JAX's ``grad``). With ``has_aux``,
+    ``f`` returns ``(output, aux)`` and the result is ``(gradient, aux)``.
 
     >>> import symgrad as sg
     >>> df = sg.grad(lambda a, b: a * b + sg.sin(a))
     >>> round(df(1.0, 2.0), 6)
     2.540302
     """
-    return CompiledFunction(f, "grad", argnums)
+    return CompiledFunction(f, "grad", argnums, has_aux)
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> CompiledFunction:
-    """``(f(*args), grad(f)(*args))`` from one fused kernel."""
-    return CompiledFunction(f, "value_and_grad", argnums)
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> CompiledFunction:
+    """``(f(*args), grad(f)(*args))`` from one fused kernel; with ``has_aux`` (``f`` returns ``(output, aux)``)
+    ``((output, aux), gradient)``, as JAX."""
+    return CompiledFunction(f, "value_and_grad", argnums, has_aux)

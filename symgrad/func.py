@@ -12,22 +12,24 @@ from .transforms import DerivativeFunction, jvp, vjp
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]
 
 
-def _compiled(func: Callable, mode: str, argnums: int | Sequence[int]) -> Any:
+def _compiled(func: Callable, mode: str, argnums: int | Sequence[int], has_aux: bool = False) -> Any:
     import importlib
-    return importlib.import_module("symgrad.compile").CompiledFunction(func, mode, argnums)
+    return importlib.import_module("symgrad.compile").CompiledFunction(func, mode, argnums, has_aux)
 
 
-def grad(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
-    """``torch.func.grad``: the gradient of a scalar function w.r.t. ``argnums``."""
-    return _compiled(func, "grad", argnums)
+def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """``torch.func.grad``: the gradient of a scalar function w.r.t. ``argnums`` (``(gradient, aux)`` with
+    ``has_aux``: ``func`` returns ``(output, aux)``)."""
+    return _compiled(func, "grad", argnums, has_aux)
 
 
-def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
-    """``torch.func.grad_and_value``: ``(gradient, value)`` (note torch's order)."""
-    vg = _compiled(func, "value_and_grad", argnums)
+def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """``torch.func.grad_and_value``: ``(gradient, value)`` (note torch's order); with ``has_aux``
+    ``(gradient, (value, aux))``."""
+    vg = _compiled(func, "value_and_grad", argnums, has_aux)
 
-    def grad_and_value_fn(*args: Any) -> tuple[Any, Any]:
-        value, g = vg(*args)
+    def grad_and_value_fn(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        value, g = vg(*args, **kwargs)
         return g, value
     return grad_and_value_fn
 

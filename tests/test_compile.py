@@ -628,3 +628,55 @@ def test_non_numeric_arguments_are_refused_not_converted_to_nan(bad):
     f = sg.compile(lambda x, w: x.sum() if w is None else (x * w).sum())
     with pytest.raises(TypeError, match="arguments must be arrays, numbers or tensors"):
         f(np.ones(2), bad)
+
+
+# ---------------------------------------------------------------------------- several results, has_aux
+
+def test_compiled_function_returns_tuples_lists_and_dicts():
+    x = np.linspace(-1.0, 1.0, 5)
+    f = sg.compile(lambda v: (v.sum(), [v * 2, sg.sin(v)], {"m": v.mean()}))
+    for _ in range(3):                                   # numpy kernel, then numba
+        s, (d, sn), m = f(x)
+        assert s == pytest.approx(x.sum(), abs=1e-15) and m["m"] == pytest.approx(x.mean(), abs=1e-15)
+        np.testing.assert_allclose(d, 2 * x)
+        np.testing.assert_allclose(sn, np.sin(x), rtol=1e-15)
+        assert isinstance(f(x)[1], list)
+    with pytest.raises(NotImplementedError, match="several results"):
+        f(sg.tensor(x, requires_grad=True))
+
+
+@pytest.mark.parametrize("mode", ["value_and_grad", "grad"])
+def test_has_aux_matches_torch(mode):
+    def loss(lib, w, x):
+        pred = lib.tanh(x * w)
+        return ((pred - 0.5) ** 2).mean(), {"pred": pred, "w2": w * w}
+
+    x = np.linspace(-1.0, 1.0, 6)
+    tw = torch.tensor([0.3, -0.2], dtype=torch.float64, requires_grad=True)
+    tl, taux = loss(torch, tw[:, None], torch.tensor(x))
+    tl.backward()
+    t = getattr(sg, mode)(lambda w, x: loss(sg, w[:, None], x), has_aux=True)
+    for _ in range(3):
+        r = t(np.array([0.3, -0.2]), x)
+        (value, aux), g = r if mode == "value_and_grad" else ((tl.item(), r[1]), r[0])
+        assert value == pytest.approx(tl.item(), rel=1e-12)
+        np.testing.assert_allclose(g, tw.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(aux["pred"], taux["pred"].detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(aux["w2"], taux["w2"].detach().numpy(), rtol=1e-12)
+
+
+def test_has_aux_errors_and_torch_func_spelling():
+    with pytest.raises(TypeError, match=r"return a pair \(output, aux\), got a single tensor"):
+        sg.grad(lambda x: x.sum(), has_aux=True)(np.ones(2))
+    f = lambda lib, x: ((x ** 2).sum(), x.sin())  # noqa: E731
+    x = np.array([0.5, 1.0])
+    g, aux = sg.func.grad(lambda t: f(sg, t), has_aux=True)(sg.tensor(x))
+    tg, taux = torch.func.grad(lambda t: f(torch, t), has_aux=True)(torch.tensor(x))
+    np.testing.assert_allclose(g.numpy(), tg.numpy())
+    np.testing.assert_allclose(aux.numpy(), taux.numpy())
+    g, (v, aux) = sg.func.grad_and_value(lambda t: f(sg, t), has_aux=True)(sg.tensor(x))
+    tg, (tv, taux) = torch.func.grad_and_value(lambda t: f(torch, t), has_aux=True)(torch.tensor(x))
+    assert v.item() == pytest.approx(tv.item())
+    # inside another trace: grad of a has_aux gradient
+    h = sg.grad(lambda w: sg.grad(lambda u: f(sg, u), has_aux=True)(w)[0].sum())
+    np.testing.assert_allclose(h(x), 2 * np.ones(2))
