@@ -29,11 +29,11 @@ from .tensor import (
     _torch_type_name,
 )
 
-__all__ = ["aminmax", "argsort", "bmm", "count_nonzero", "cumprod", "diag", "diagonal", "dist", "einsum",
-           "flip", "fliplr", "floor_divide", "isclose", "nonzero",
-           "flipud", "gather", "index_select", "logcumsumexp", "masked_fill", "moveaxis", "movedim", "nanmean",
-           "nansum", "narrow", "norm", "roll", "select", "sort", "std", "std_mean", "swapaxes", "swapdims",
-           "take_along_dim", "tile", "topk", "trace", "tril", "triu", "unflatten", "var", "var_mean"]
+__all__ = ["addcdiv", "addcmul", "aminmax", "argsort", "bmm", "count_nonzero", "cumprod", "diag", "diagonal", "dist",
+           "einsum", "flip", "fliplr", "flipud", "floor_divide", "gather", "index_select", "isclose", "lerp",
+           "logcumsumexp", "masked_fill", "moveaxis", "movedim", "nanmean", "nansum", "narrow", "nonzero", "norm",
+           "roll", "select", "sort", "std", "std_mean", "swapaxes", "swapdims", "take_along_dim", "tile", "topk",
+           "trace", "tril", "triu", "unflatten", "var", "var_mean"]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -829,6 +829,23 @@ def new_tensor(self: Tensor, data: Any, dtype: Any = None, requires_grad: bool =
     return _new(self, _data(data), dtype, requires_grad)
 
 
+# --------------------------------------------------------------------------- fused arithmetic
+
+def addcmul(input: Tensor, tensor1: Any, tensor2: Any, *, value: float = 1) -> Tensor:  # noqa: A002
+    """``input + value * tensor1 * tensor2``."""
+    return _named(input + value * tensor1 * tensor2, "AddcmulBackward0")
+
+
+def addcdiv(input: Tensor, tensor1: Any, tensor2: Any, *, value: float = 1) -> Tensor:  # noqa: A002
+    """``input + value * tensor1 / tensor2``."""
+    return _named(input + value * tensor1 / tensor2, "AddcdivBackward0")
+
+
+def lerp(input: Tensor, end: Any, weight: Any) -> Tensor:  # noqa: A002
+    """``input + weight * (end - input)``."""
+    return _named(input + weight * (end - input), "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0")
+
+
 # --------------------------------------------------------------------------- einsum
 
 def einsum(equation: str, *operands: Any) -> Tensor:
@@ -902,6 +919,6 @@ _install(["var", "std", "norm", "dist", "cumprod", "logcumsumexp", "nansum", "na
           "flip", "fliplr", "flipud", "roll", "tril", "triu", "diagonal", "diag", "trace", "gather", "take_along_dim",
           "index_select", "select", "narrow", "masked_fill", "masked_fill_", "movedim", "moveaxis", "swapdims",
           "tile", "unflatten", "sort", "argsort", "topk", "bmm", "isclose", "nonzero", "floor_divide", "new_zeros",
-          "new_ones", "new_empty", "new_full", "new_tensor"])
+          "new_ones", "new_empty", "new_full", "new_tensor", "addcmul", "addcdiv", "lerp"])
 Tensor.__floordiv__ = floor_divide
 Tensor.__rfloordiv__ = lambda self, other: floor_divide(other, self)

@@ -108,4 +108,5 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """x * tanh(softplus(x))."""
     return _act("mish", input, inplace)
+from .layers import *  # noqa: E402, F401, F403  (linear, dropout, normalize, ...: symgrad/nn/layers.py)
 from .losses import *  # noqa: E402, F401, F403  (mse_loss, cross_entropy, ...: symgrad/nn/losses.py)

@@ -1,0 +1,104 @@
+"""``torch.nn.functional``'s layer helpers on symgrad tensors: ``linear``, ``dropout``, ``normalize``,
+``cosine_similarity``, ``pad`` (constant) and ``one_hot``, built from registry ops (so they compile,
+differentiate and print like the rest)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..tensor import Tensor
+
+__all__ = ["linear", "dropout", "normalize", "cosine_similarity", "pad", "one_hot"]
+
+
+def _need(name: str, arg: str, x: Any) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position 1) must be Tensor, not {type(x).__name__}")
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
+    """``input @ weight.T + bias``."""
+    _need("linear", "input", input)
+    from ..composite import _named
+    out = input @ weight.T
+    if bias is None:
+        return out
+    return _named(out + bias, "AddmmBackward0" if input.ndim == 2 else "ViewBackward0")
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)`` while ``training`` (the
+    mask comes from ``sg.manual_seed``'s generator: the same seed gives the same mask, not torch's)."""
+    _need("dropout", "input", input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    from .. import functional
+    keep = (functional._rng.random(tuple(input.shape)) >= p).astype(input.dtype.np)
+    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    mask = Tensor(keep * np.asarray(scale, input.dtype.np))
+    return input.mul_(mask) if inplace else input * mask
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:  # noqa: A002
+    """``input / max(||input||_p over dim, eps)``."""
+    _need("normalize", "input", input)
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return input / denom
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between ``x1`` and ``x2`` along ``dim`` (each normalised by its norm,
+    floored at ``eps``, then their dot product; broadcasting as torch)."""
+    _need("cosine_similarity", "x1", x1)
+    n1 = x1.norm(dim=dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(dim=dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
+    """Constant padding: ``pad`` gives (before, after) counts from the last dim backwards; negative
+    counts crop."""
+    _need("pad", "input", input)
+    if mode != "constant":
+        raise NotImplementedError(f"pad(): mode '{mode}' is not supported by symgrad yet (only 'constant')")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise RuntimeError("Padding length must be divisible by 2" if len(pad) % 2 else
+                           "Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.ndim}")
+    from .. import functional
+    out = input
+    for k in range(len(pad) // 2):
+        d = input.ndim - 1 - k
+        before, after = int(pad[2 * k]), int(pad[2 * k + 1])
+        if before < 0:
+            out = out.narrow(d, -before, out.shape[d] + before)
+        if after < 0:
+            out = out.narrow(d, 0, out.shape[d] + after)
+        parts = []
+        for n in (max(before, 0), None, max(after, 0)):
+            if n is None:
+                parts.append(out)
+            elif n:
+                shape = list(out.shape)
+                shape[d] = n
+                parts.append(functional.full(shape, 0.0 if value is None else value, dtype=out.dtype))
+        out = functional.cat(parts, d) if len(parts) > 1 else out
+    from ..composite import _named
+    return _named(out, "ConstantPadNdBackward0") if out.requires_grad else out
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot rows of the class indices in ``tensor`` (``num_classes`` -1: the largest index + 1)."""
+    _need("one_hot", "tensor", tensor)
+    idx = np.asarray(tensor._data)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if idx.size and idx.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    n = int(idx.max()) + 1 if num_classes == -1 and idx.size else num_classes
+    if idx.size and idx.max() >= n:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor((idx[..., None] == np.arange(n)).astype(np.int64))
