@@ -22,7 +22,7 @@ CASES: list[tuple[str, Callable[[Any, Any, Any, Any], Any]]] = [
     ("linear", lambda nf, x, w, b: nf.linear(x, w, b)),
     ("linear no bias", lambda nf, x, w, b: nf.linear(x, w)),
     ("linear 1-d", lambda nf, x, w, b: nf.linear(x[0], w, b)),
-    ("linear 3-d", lambda nf, x, w, b: nf.linear(x[None].expand(2, 3, 4), w, b)),
+    ("linear 3-d", lambda nf, x, w, b: nf.linear(x[None].repeat(2, 1, 1), w, b)),
     ("linear 1-d no bias", lambda nf, x, w, b: nf.linear(x[0], w)),
     ("normalize", lambda nf, x, w, b: nf.normalize(x)),
     ("normalize p1 dim0", lambda nf, x, w, b: nf.normalize(x, p=1.0, dim=0)),
