@@ -167,10 +167,11 @@ index_add = register(OpDef("index_add", "shape", "IndexPutBackward0", _index_add
 def getitem(t: Any, index: Any) -> Any:
     from .inplace import _masks_to_arrays
     from .tensor import _apply
+    bare_slice = isinstance(index, slice)
     # a boolean mask picks its true positions: integer arrays (a traced mask raises TracingError there)
     index = _masks_to_arrays(index, t._data.shape)
     spec = normalize_index(index, t._data.shape)
-    fn = torch_grad_fn(spec, t._data.shape, bare_slice=isinstance(index, slice))
+    fn = torch_grad_fn(spec, t._data.shape, bare_slice=bare_slice)
     return _apply(index_op, t, index=spec, fn=fn)
 
 
