@@ -274,8 +274,11 @@ class CompiledFunction:
                 arrays = [float(a) for a in arrays[:len(args)]] + arrays[len(args):]   # constants stay arrays
             call_args = [arrays[q.index] for q in e.kernel.params]
             raw = jit(*call_args)
-            if all_py and self._fast is None and all(type(a) is float for a in args):
-                self._install_fast(e, jit, call_args, raw, len(args))
+            if not tensors:
+                if self._fast is None and all_py and all(type(a) is float for a in args):
+                    self._install_fast(e, jit, call_args, raw, len(args))
+                elif args and all(type(a) is np.ndarray for a in args):
+                    self._install_fast_arrays(e, jit, args, call_args, raw)
         else:
             with np.errstate(all="ignore"):
                 raw = e.fn(arrays)
@@ -413,6 +416,69 @@ class CompiledFunction:
         self._fast = call
         self.__class__ = type(CompiledFunction.__name__, (CompiledFunction,),
                               {"__call__": call, "__module__": __name__, "__qualname__": "CompiledFunction"})
+
+    def _install_fast_arrays(self, e: _Entry, jit: Any, args: Sequence[np.ndarray], call_args: list,
+                             raw: Any) -> None:
+        """The array counterpart of ``_install_fast``: a generated ``__call__`` that looks the arguments'
+        (shape, dtype) pairs up in a table of hot signatures and runs that signature's generated caller
+        (the numba dispatcher, results packed as the general path packs them: 0-d results as numpy
+        scalars); anything else takes the general path. A signature enters the table only when every
+        array result is a fresh array of the expected shape and dtype."""
+        nargs = len(args)
+        table = self.__dict__.get("_fast_table")
+        if self._fast is not None and (table is None or self.__dict__.get("_fast_nargs") != nargs):
+            return                                      # the float fast path, or another arity, holds it
+        if e.tree is not None or not isinstance(raw, tuple) or len(raw) != len(e.out_specs):
+            return
+        ns: dict[str, Any] = {"_jit": jit}
+        packed = []
+        for k, (r, (dt, shape)) in enumerate(zip(raw, e.out_specs)):
+            if shape == ():
+                if not isinstance(r, (float, np.floating)):
+                    return
+                ns[f"_t{k}"] = dt.np.type
+                packed.append(f"_t{k}(r[{k}])")
+            else:
+                if (not isinstance(r, np.ndarray) or r.shape != shape or r.dtype != dt.np or not r.flags.writeable
+                        or any(r is a or r.base is a for a in call_args)):
+                    return
+                packed.append(f"r[{k}]")
+        names = [f"a{i}" for i in range(nargs)]
+        kargs = []
+        for q in e.kernel.params:
+            if q.index < nargs:
+                kargs.append(names[q.index])
+            else:
+                kargs.append(f"_c{q.index}")
+                ns[f"_c{q.index}"] = call_args[len(kargs) - 1]
+        grads = packed[1:]
+        g = grads[0] if self._single and grads else "(" + "".join(x + ", " for x in grads) + ")"
+        result = {"fn": packed[0], "grad": g, "value_and_grad": f"{packed[0]}, {g}"}[self.mode]
+        src = (f"def run({', '.join(names)}):\n"
+               f"    r = _jit({', '.join(kargs)})\n"
+               f"    return {result}\n")
+        exec(builtins.compile(src, f"<symgrad array fast path of {self!r}>", "exec"), ns)  # noqa: S102 - generated
+        if table is None:
+            table = self.__dict__["_fast_table"] = {}
+            self.__dict__["_fast_nargs"] = nargs
+            key = "".join(f"{n}.shape, {n}.dtype, " for n in names)
+            types = " and ".join(f"type({n}) is _nd" for n in names)
+            dsrc = (f"def __call__(self, {''.join(n + '=_M, ' for n in names)}/, *rest, out=None, **kw):\n"
+                    f"    if {types} and out is None and not rest and not kw:\n"
+                    f"        run = _table.get(({key}))\n"
+                    f"        if run is not None:\n"
+                    f"            return run({', '.join(names)})\n"
+                    f"    return _general(self, *[a for a in ({''.join(n + ', ' for n in names)}) if a is not _M],"
+                    f" *rest, out=out, **kw)\n")
+            dns: dict[str, Any] = {"_table": table, "_general": CompiledFunction.__call__, "_nd": np.ndarray,
+                                   "_M": _MISSING}
+            exec(builtins.compile(dsrc, f"<symgrad array dispatch of {self!r}>", "exec"), dns)  # noqa: S102
+            call = dns["__call__"]
+            call.__doc__ = CompiledFunction.__call__.__doc__
+            self._fast = call
+            self.__class__ = type(CompiledFunction.__name__, (CompiledFunction,),
+                                  {"__call__": call, "__module__": __name__, "__qualname__": "CompiledFunction"})
+        table[tuple(x for a in args for x in (a.shape, a.dtype))] = ns["run"]
 
     def _call_tensors(self, args: Sequence[Any]) -> Any:
         """Tensor arguments that require grad: one recorded node (``CompiledFunctionBackward``) whose
