@@ -563,6 +563,9 @@ class CompiledFunction:
     def formulas(self, *args: Any) -> Any:
         """Forward and gradient formulas for these example arguments (printable, ``.latex()``)."""
         from .formula import CompiledFormulas
+        if self.mode == "fn" and self._entry(args)[0].tree is not None:
+            raise TypeError("formulas() shows one result and its gradient: this function returns several; "
+                            "wrap the one to show (sg.compile(lambda *a: f(*a)[0]).formulas(...))")
         grad_fn = self if self.mode != "fn" else CompiledFunction(self.fn, "value_and_grad",
                                                                   tuple(range(len(args))))
         e, kinds = grad_fn._entry(args)

@@ -643,6 +643,9 @@ def test_compiled_function_returns_tuples_lists_and_dicts():
         assert isinstance(f(x)[1], list)
     with pytest.raises(NotImplementedError, match="several results"):
         f(sg.tensor(x, requires_grad=True))
+    with pytest.raises(TypeError, match="returns several"):
+        f.formulas(x)
+    assert "return (t0, " in f.source(x)
 
 
 @pytest.mark.parametrize("mode", ["value_and_grad", "grad"])
