@@ -50,6 +50,19 @@ HOT_CALLS = 2
 _MISSING = object()     # an argument not given to a generated fast-path __call__
 
 
+def _kernel_args(e: _Entry, names: list[str], call_args: list, ns: dict[str, Any]) -> list[str]:
+    """The kernel's arguments in a generated fast path: the caller's (``names``), then closed-over
+    constants bound into the namespace ``ns``."""
+    kargs = []
+    for q in e.kernel.params:
+        if q.index < len(names):
+            kargs.append(names[q.index])
+        else:
+            kargs.append(f"_c{q.index}")
+            ns[f"_c{q.index}"] = call_args[len(kargs) - 1]
+    return kargs
+
+
 def bind_positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
     """``fn(*args, **kwargs)``'s arguments as a positional tuple (``argnums`` count positions): keywords
     fill their parameter's place, skipped parameters before them take their defaults."""
@@ -374,6 +387,12 @@ class CompiledFunction:
                 e.jit_out, _ = load_kernel(src, e.kernel.name, prefix="numba")
         return e.jit_out or None
 
+    def _packed(self, outs: list[str]) -> str:
+        """The return expression of a generated fast path over the kernel results ``outs`` (source text)."""
+        grads = outs[1:]
+        g = grads[0] if self._single and grads else "(" + "".join(x + ", " for x in grads) + ")"
+        return {"fn": outs[0], "grad": g, "value_and_grad": f"{outs[0]}, {g}"}[self.mode]
+
     def _install_fast(self, e: _Entry, jit: Any, call_args: list, raw: Any, nargs: int) -> None:
         """Give this instance a generated ``__call__`` (a one-off subclass) that sends ``nargs`` Python
         floats straight to the entry point of the numba overload that just ran, and anything else to
@@ -391,16 +410,8 @@ class CompiledFunction:
             return
         names = [f"a{i}" for i in range(nargs)]
         ns: dict[str, Any] = {"_entry": entry, "_general": CompiledFunction.__call__}
-        kargs = []
-        for q in e.kernel.params:
-            if q.index < nargs:
-                kargs.append(names[q.index])
-            else:
-                kargs.append(f"_c{q.index}")
-                ns[f"_c{q.index}"] = call_args[len(kargs) - 1]
-        grads = [f"r[{k}]" for k in range(1, len(e.out_specs))]
-        g = grads[0] if self._single and grads else "(" + "".join(x + ", " for x in grads) + ")"
-        result = {"fn": "r[0]", "grad": g, "value_and_grad": f"r[0], {g}"}[self.mode]
+        kargs = _kernel_args(e, names, call_args, ns)
+        result = self._packed([f"r[{k}]" for k in range(len(e.out_specs))])
         # positional-only parameters with a sentinel default: no argument tuple to unpack on the fast path
         ns["_M"] = _MISSING
         check = "".join(f"type({n}) is float and " for n in names)
@@ -444,16 +455,8 @@ class CompiledFunction:
                     return
                 packed.append(f"r[{k}]")
         names = [f"a{i}" for i in range(nargs)]
-        kargs = []
-        for q in e.kernel.params:
-            if q.index < nargs:
-                kargs.append(names[q.index])
-            else:
-                kargs.append(f"_c{q.index}")
-                ns[f"_c{q.index}"] = call_args[len(kargs) - 1]
-        grads = packed[1:]
-        g = grads[0] if self._single and grads else "(" + "".join(x + ", " for x in grads) + ")"
-        result = {"fn": packed[0], "grad": g, "value_and_grad": f"{packed[0]}, {g}"}[self.mode]
+        kargs = _kernel_args(e, names, call_args, ns)
+        result = self._packed(packed)
         src = (f"def run({', '.join(names)}):\n"
                f"    r = _jit({', '.join(kargs)})\n"
                f"    return {result}\n")
