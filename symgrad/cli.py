@@ -40,10 +40,18 @@ def _leaf(name: str, shape: tuple[int, ...], dtype: Any) -> Any:
 def cmd_grad(args: argparse.Namespace) -> int:
     import symgrad as sg
     tree = ast.parse(args.expr, mode="eval")
-    names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_FUNCS) - {"sg", "pi", "e"})
+    # a name that is called is one of symgrad's functions (erf, std, hypot, ...); any other is a variable
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called - set(_FUNCS)
+                   - {"sg", "pi", "e"})
     shapes = _parse_shapes(args.shape)
     dtype = sg.float64
     env: dict[str, Any] = {f: getattr(sg, f) for f in _FUNCS if hasattr(sg, f)}
+    for f in sorted(called - set(env)):
+        fn = getattr(sg, f, None)
+        if not callable(fn) or f.startswith("_"):
+            raise SystemExit(f"symgrad: unknown function {f!r} (symgrad's functions: sin, exp, erf, std, ...)")
+        env[f] = fn
     env.update(sg=sg, pi=3.141592653589793, e=2.718281828459045)
     leaves = {n: _leaf(n, shapes.get(n, ()), dtype) for n in names}
     env.update(leaves)

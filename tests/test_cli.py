@@ -22,6 +22,16 @@ def test_grad_two_variables(capsys):
     assert "d f/d y = -2*y*exp(-y**2)*sin(x)" in out
 
 
+def test_grad_takes_any_symgrad_function_and_refuses_unknown_ones(capsys):
+    main(["grad", "sum(erf(x)*atan(y))", "--shape", "x=3", "--shape", "y=3"])
+    out = capsys.readouterr().out
+    assert "d f/d x = 2*exp(-x**2)*atan(y)/sqrt(pi)" in out
+    assert "d f/d y = erf(x)/(y**2 + 1)" in out
+    import pytest
+    with pytest.raises(SystemExit, match="unknown function 'foo'"):
+        main(["grad", "foo(x)"])
+
+
 def test_explain_function(tmp_path: Path, capsys):
     src = tmp_path / "model.py"
     src.write_text("import symgrad as sg\n\ndef energy(q, p):\n    return (p**2 / 2 + 1 - sg.cos(q)).sum()\n")
