@@ -848,16 +848,38 @@ def lerp(input: Tensor, end: Any, weight: Any) -> Tensor:  # noqa: A002
 
 # --------------------------------------------------------------------------- einsum
 
+def _expand_ellipsis(eq: str, terms: list[str], rhs: str, explicit: bool, operands: Sequence[Any]
+                     ) -> tuple[list[str], str]:
+    """``...`` replaced by letters the equation does not use, right-aligned across operands as numpy
+    broadcasting aligns dims; the implicit output puts them first."""
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in eq]
+    spans = []
+    for term, op in zip(terms, operands):
+        if term.count("...") > 1 or term.replace("...", "").count("."):
+            raise RuntimeError("einsum(): found '.' for operand that is not part of any ellipsis")
+        spans.append(builtins.max(getattr(op, "ndim", 0) - len(term.replace("...", "")), 0) if "..." in term else 0)
+    width = builtins.max(spans, default=0)
+    letters = "".join(free[:width])
+    terms = [t.replace("...", letters[width - k:]) for t, k in zip(terms, spans)]
+    if explicit:
+        rhs = rhs.replace("...", letters)
+    else:
+        counts = {c: "".join(terms).count(c) for c in set("".join(terms)) if c not in letters}
+        rhs = letters + "".join(sorted(c for c, k in counts.items() if k == 1))
+    return terms, rhs
+
+
 def einsum(equation: str, *operands: Any) -> Tensor:
     """``torch.einsum``: each operand's axes moved into one index space, multiplied (broadcasting) and
     summed over the indices the output does not keep. Differentiable through the ops it is made of."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     eq = equation.replace(" ", "")
-    if "." in eq:
-        raise NotImplementedError("einsum(): ellipsis ('...') in the equation is not supported by symgrad yet")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
+    if "." in eq:
+        terms, rhs = _expand_ellipsis(eq, terms, rhs, bool(arrow), operands)
+        lhs, arrow = ",".join(terms), "->"
     if len(terms) != len(operands):
         raise RuntimeError("einsum(): more operands were provided than specified in the equation"
                            if len(operands) > len(terms) else
