@@ -102,13 +102,13 @@ class KernelPrinter(NumPyPrinter):
         return super()._print_Pow(expr, rational)
 
 
-class NumpyPredicate(Application, Boolean):
-    """A numpy elementwise predicate as a SymPy boolean (usable as a ``Piecewise`` condition), printed
-    as ``numpy.<name>(x)`` by every numpy printer (SymPy's, the kernels', numba's); never evaluated
-    symbolically (a real SymPy symbol is finite, so SymPy would fold ``isinf(x)`` to False). Not a
-    ``BooleanFunction``: SymPy's logic simplification treats it as one opaque proposition."""
+class NumpyCall:
+    r"""A SymPy application that is a numpy function: never evaluated symbolically, printed
+    ``numpy.<_numpy_name>(...)`` by every numpy printer (SymPy's, the kernels', numba's), and as
+    ``name(...)`` / ``\operatorname{name}`` in formulas."""
 
     _numpy_name = ""
+    args: tuple
 
     @classmethod
     def eval(cls, *args: Any) -> None:
@@ -124,6 +124,12 @@ class NumpyPredicate(Application, Boolean):
 
     def _latex(self, printer: Any) -> str:
         return rf"\operatorname{{{self._numpy_name}}}\left({', '.join(printer._print(a) for a in self.args)}\right)"
+
+
+class NumpyPredicate(NumpyCall, Application, Boolean):
+    """A numpy elementwise predicate as a SymPy boolean (usable as a ``Piecewise`` condition); never
+    evaluated symbolically (a real SymPy symbol is finite, so SymPy would fold ``isinf(x)`` to False).
+    Not a ``BooleanFunction``: SymPy's logic simplification treats it as one opaque proposition."""
 
 
 class IsNan(NumpyPredicate):
@@ -203,27 +209,10 @@ class BitwiseNot(NumpyIntFunction):
     _numpy_name, _operator = "invert", "~"
 
 
-class NumpyFloatFunction(sp.Function):
-    """A numpy float function SymPy lacks or cannot differentiate (``trunc``, ``fmod``...), printed
-    ``numpy.<name>(...)`` by every numpy printer (numba compiles these ufuncs on scalars).
-    ``_partials(*args)`` gives its derivatives (zero for the rounding functions: torch's convention)."""
-
-    _numpy_name = ""
-
-    @classmethod
-    def eval(cls, *args: Any) -> None:
-        return None
-
-    def _numpycode(self, printer: Any) -> str:
-        return f"numpy.{self._numpy_name}({', '.join(printer._print(a) for a in self.args)})"
-
-    _symgrad_numpycode = _symgrad_numbacode = _numpycode
-
-    def _sympystr(self, printer: Any) -> str:
-        return f"{self._numpy_name}({', '.join(printer._print(a) for a in self.args)})"
-
-    def _latex(self, printer: Any) -> str:
-        return rf"\operatorname{{{self._numpy_name}}}\left({', '.join(printer._print(a) for a in self.args)}\right)"
+class NumpyFloatFunction(NumpyCall, sp.Function):
+    """A numpy float function SymPy lacks or cannot differentiate (``trunc``, ``fmod``...); numba
+    compiles these ufuncs on scalars. ``_partials(*args)`` gives its derivatives (zero for the rounding
+    functions: torch's convention)."""
 
     def _partials(self, *args: Any) -> tuple:
         return (sp.S.Zero,) * len(args)

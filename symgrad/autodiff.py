@@ -98,20 +98,8 @@ def _forward_reads(c: Node, forward: set[int], seen: set[int]) -> list[Node]:
 def _reads_forward(contribs: Sequence[Node | None], g: Node, forward: set[int]) -> bool:
     """Whether a rule's contributions read a forward value other than through ``g`` (torch's node saved
     a tensor for it: ``mm`` its operands, ``max`` its indices, ``softmax`` its result)."""
-    stack = [c for c in contribs if c is not None]
-    seen: set[int] = set()
-    while stack:
-        n = stack.pop()
-        if n is g or n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.id in forward:
-            if n.op.name != "scalar":
-                return True
-            continue
-        if n.op.name != "numel":
-            stack.extend(n.inputs)
-    return False
+    seen = {g.id}                           # the walk stops at g: what g reads, other rules saved
+    return any(c is not None and _forward_reads(c, forward, seen) for c in contribs)
 
 
 def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[Node],

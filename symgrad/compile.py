@@ -409,19 +409,25 @@ class CompiledFunction:
                            for r, (dt, shape) in zip(raw, e.out_specs))):
             return
         names = [f"a{i}" for i in range(nargs)]
-        ns: dict[str, Any] = {"_entry": entry, "_general": CompiledFunction.__call__}
+        ns: dict[str, Any] = {"_entry": entry}
         kargs = _kernel_args(e, names, call_args, ns)
         result = self._packed([f"r[{k}]" for k in range(len(e.out_specs))])
-        # positional-only parameters with a sentinel default: no argument tuple to unpack on the fast path
-        ns["_M"] = _MISSING
-        check = "".join(f"type({n}) is float and " for n in names)
+        self._install_call(names, [f"type({n}) is float" for n in names],
+                           [f"r = _entry({', '.join(kargs)})", f"return {result}"], ns, "fast path")
+
+    def _install_call(self, names: list[str], guards: list[str], fast: list[str], ns: dict[str, Any],
+                      label: str) -> None:
+        """Give this instance a generated ``__call__`` (a one-off subclass) running the lines ``fast`` when
+        every guard holds (and no other argument, keyword or ``out=`` is given), else the general path.
+        Positional-only parameters with a sentinel default: no argument tuple to unpack on the fast path."""
+        ns.update(_general=CompiledFunction.__call__, _M=_MISSING)
+        guard = " and ".join([*guards, "out is None", "not rest", "not kw"])
+        body = "".join(f"        {line}\n" for line in fast)
         src = (f"def __call__(self, {''.join(n + '=_M, ' for n in names)}/, *rest, out=None, **kw):\n"
-               f"    if {check}out is None and not rest and not kw:\n"
-               f"        r = _entry({', '.join(kargs)})\n"
-               f"        return {result}\n"
+               f"    if {guard}:\n{body}"
                f"    return _general(self, *[a for a in ({''.join(n + ', ' for n in names)}) if a is not _M], *rest,"
                f" out=out, **kw)\n")
-        exec(builtins.compile(src, f"<symgrad fast path of {self!r}>", "exec"), ns)  # noqa: S102 - generated above
+        exec(builtins.compile(src, f"<symgrad {label} of {self!r}>", "exec"), ns)  # noqa: S102 - generated above
         call = ns["__call__"]
         call.__doc__ = CompiledFunction.__call__.__doc__
         self._fast = call
@@ -465,22 +471,10 @@ class CompiledFunction:
             table = self.__dict__["_fast_table"] = {}
             self.__dict__["_fast_nargs"] = nargs
             key = "".join(f"{n}.shape, {n}.dtype, " for n in names)
-            types = " and ".join(f"type({n}) is _nd" for n in names)
-            dsrc = (f"def __call__(self, {''.join(n + '=_M, ' for n in names)}/, *rest, out=None, **kw):\n"
-                    f"    if {types} and out is None and not rest and not kw:\n"
-                    f"        run = _table.get(({key}))\n"
-                    f"        if run is not None:\n"
-                    f"            return run({', '.join(names)})\n"
-                    f"    return _general(self, *[a for a in ({''.join(n + ', ' for n in names)}) if a is not _M],"
-                    f" *rest, out=out, **kw)\n")
-            dns: dict[str, Any] = {"_table": table, "_general": CompiledFunction.__call__, "_nd": np.ndarray,
-                                   "_M": _MISSING}
-            exec(builtins.compile(dsrc, f"<symgrad array dispatch of {self!r}>", "exec"), dns)  # noqa: S102
-            call = dns["__call__"]
-            call.__doc__ = CompiledFunction.__call__.__doc__
-            self._fast = call
-            self.__class__ = type(CompiledFunction.__name__, (CompiledFunction,),
-                                  {"__call__": call, "__module__": __name__, "__qualname__": "CompiledFunction"})
+            self._install_call(names, [f"type({n}) is _nd" for n in names],
+                               [f"run = _table.get(({key}))", "if run is not None:",
+                                f"    return run({', '.join(names)})"],
+                               {"_table": table, "_nd": np.ndarray}, "array dispatch")
         table[tuple(x for a in args for x in (a.shape, a.dtype))] = ns["run"]
 
     def _call_tensors(self, args: Sequence[Any]) -> Any:
