@@ -21,6 +21,8 @@ def rebuild(e: sp.Basic, args: tuple) -> sp.Basic:
     """``e`` with new arguments, not re-evaluated (the tree is canonical already)."""
     if args == e.args:
         return e
+    if isinstance(e, (sp.Piecewise, ExprCondPair)):  # their constructors fold conditions even unevaluated
+        return sp.Basic.__new__(e.func, *args)
     try:
         return e.func(*args, evaluate=False)
     except TypeError:

@@ -102,7 +102,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(report.latex())
     if args.source:
         vg = sg.value_and_grad(compiled.fn, argnums=tuple(range(len(example))))
-        print(vg.source(*example))
+        print(vg.source(*example, backend="numpy"))
         print(vg.source(*example, backend="numba"))
     return 0
 

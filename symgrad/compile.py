@@ -63,6 +63,21 @@ def _kernel_args(e: _Entry, names: list[str], call_args: list, ns: dict[str, Any
     return kargs
 
 
+def kernel_source(kernel: Any, numpy_source: str, backend: str | None) -> str:
+    """A kernel's source for ``backend``: None is the one that runs once hot (numba where it takes the IR)."""
+    if backend not in (None, "numpy", "numba"):
+        raise ValueError(f"backend must be 'numpy' or 'numba', not {backend!r}")
+    if backend == "numpy" or (backend is None and BACKEND != "numba"):
+        return numpy_source
+    from codegen.numba_emit import emit_numba
+    if backend == "numba":
+        return emit_numba(kernel)
+    try:
+        return emit_numba(kernel)
+    except Exception:  # noqa: BLE001 - the numba emitter refuses this IR: the numpy kernel stays in use
+        return numpy_source
+
+
 def bind_positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
     """``fn(*args, **kwargs)``'s arguments as a positional tuple (``argnums`` count positions): keywords
     fill their parameter's place, skipped parameters before them take their defaults."""
@@ -548,14 +563,12 @@ class CompiledFunction:
                 for gr, x in zip(grads, inputs)]
 
     # ------------------------------------------------------------------ inspection
-    def source(self, *args: Any, backend: str = "numpy") -> str:
-        """The generated kernel source for these example arguments' signature (``backend="numba"``
-        for the fused-loop kernel)."""
+    def source(self, *args: Any, backend: str | None = None) -> str:
+        """The source of the kernel that runs for these example arguments' signature once it is hot: the
+        fused-loop numba kernel unless numba can't take it (or ``SYMGRAD_BACKEND=numpy``);
+        ``backend="numpy"`` for the generated numpy kernel the first call runs, ``"numba"`` for numba's."""
         e, _ = self._entry(args)
-        if backend == "numba":
-            from codegen.numba_emit import emit_numba
-            return emit_numba(e.kernel)
-        return e.source
+        return kernel_source(e.kernel, e.source, backend)
 
     def formulas(self, *args: Any) -> Any:
         """Forward and gradient formulas for these example arguments (printable, ``.latex()``)."""

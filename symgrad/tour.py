@@ -21,7 +21,7 @@ def compiled_demo() -> None:
     print(vg.formulas(x[:3], y[:3]))
     print()
     print("generated value-and-gradient kernel (numpy, run by the first call):")
-    print(vg.source(x, y))
+    print(vg.source(x, y, backend="numpy"))
     t0 = time.perf_counter()
     v, (gx, gy) = vg(x, y)
     first = time.perf_counter() - t0

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import dtypes
 from .autodiff import backward_graph
-from .compile import HOT_CALLS, CompiledFunction, _as_node, _kind, bind_positional
+from .compile import HOT_CALLS, CompiledFunction, _as_node, _kind, bind_positional, kernel_source
 from .forward import _zeros, jvp_graph
 from .graph import Node, toposort
 from .ops import A, apply
@@ -400,15 +400,13 @@ class DerivativeFunction(CompiledFunction):
         sig, _ = self._signature(args)
         return self._sweeps(sig).pattern().astype(bool)
 
-    def source(self, *args: Any, backend: str = "numpy") -> str:
-        """The generated source of one sweep kernel for these example arguments."""
+    def source(self, *args: Any, backend: str | None = None) -> str:
+        """The source of one sweep kernel for these example arguments: the one that runs once hot by
+        default (numba where it takes the IR), ``backend="numpy"`` / ``"numba"`` for either."""
         sig, _ = self._signature(args)
         sweeps = self._sweeps(sig)
         prog = sweeps._program(sweeps.batch_for(sweeps.m if sweeps.reverse else sweeps.n))
-        if backend == "numba":
-            from codegen.numba_emit import emit_numba
-            return emit_numba(prog.kernel)
-        return prog.source
+        return kernel_source(prog.kernel, prog.source, backend)
 
 
 def jacobian(f: Callable, argnums: int | Sequence[int] = 0, sparse: bool = False) -> DerivativeFunction:

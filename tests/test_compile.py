@@ -132,8 +132,8 @@ def test_formulas_and_source():
     rep = vg.formulas(np.ones(3), np.ones(3))
     assert "dw2/dx" in str(rep) and r"\frac{\partial w2}{\partial x}" in rep.latex()
     assert str(rep.gradients["x"]) == "2*x*tanh(y)/(x**2 + 1) + exp(-y**2)*cos(x)"
-    src = vg.source(np.ones(3), np.ones(3))
-    assert src == vg.source(np.ones(3), np.ones(3))
+    src = vg.source(np.ones(3), np.ones(3), backend="numpy")
+    assert src == vg.source(np.ones(3), np.ones(3), backend="numpy")
     assert "def value_and_grad" in src and "# sin(" in src
 
 
@@ -645,7 +645,7 @@ def test_compiled_function_returns_tuples_lists_and_dicts():
         f(sg.tensor(x, requires_grad=True))
     with pytest.raises(TypeError, match="returns several"):
         f.formulas(x)
-    assert "return (t0, " in f.source(x)
+    assert "return (t0, " in f.source(x, backend="numpy")
 
 
 @pytest.mark.parametrize("mode", ["value_and_grad", "grad"])
@@ -707,3 +707,15 @@ def test_array_fast_path_packs_results_like_the_general_path():
     assert vg(x=np.ones(4), y=np.ones(4))[0] == pytest.approx(4 * np.sin(1.0))
     xs = np.linspace(-1, 1, 8)[::2]                          # a strided view of a known shape
     np.testing.assert_allclose(vg(xs, np.ones(4))[1][0], np.cos(xs))
+
+
+def test_source_shows_the_kernel_that_runs_once_hot():
+    vg = sg.value_and_grad(w2, argnums=(0, 1))
+    x = np.linspace(0, 1, 5)
+    default = vg.source(x, x)
+    assert "numba.njit" in default and default == vg.source(x, x, backend="numba")
+    assert "numba" not in vg.source(x, x, backend="numpy")
+    with pytest.raises(ValueError, match="backend"):
+        vg.source(x, x, backend="jax")
+    h = sg.hessian(lambda x: (x ** 3).sum())
+    assert "numba.njit" in h.source(x) and "numba.njit" not in h.source(x, backend="numpy")
