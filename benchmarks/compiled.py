@@ -34,7 +34,7 @@ the targets of the compiler issue.
 
 W6 columns, per depth d (fresh ``sg.value_and_grad`` each time, so every signature is new):
 
-* ``before numba``: the first call with the numpy backend (``symgrad.compile.BACKEND = "numpy"``):
+* ``before numba``: the first call with the numpy backend (``symgrad.kernels.program.BACKEND = "numpy"``):
   trace + derive + simplify + lower + emit + write/import the numpy kernel + one numpy run, median
   and min over repeats; SymPy's cache is cleared before each repeat, so each starts as cold as a
   new process. ``trace+derive`` and ``lower+emit`` are the two stage times symgrad logs at debug
@@ -84,8 +84,8 @@ sys.path.insert(0, str(ROOT))
 
 import symgrad as sg  # noqa: E402
 
-# ``symgrad.compile`` as an attribute is the decorator; the module holds BACKEND.
-sgc = importlib.import_module("symgrad.compile")
+# the kernel pipeline module holds BACKEND (sg.set_backend sets it)
+sgc = importlib.import_module("symgrad.kernels.program")
 
 try:
     import torch
@@ -375,7 +375,7 @@ def kernel_ops(cf):
     """(kernel ops, grad-only DAG nodes) of a compiled function's single signature (private access)."""
     try:
         from codegen import ir
-        from symgrad.graph import toposort
+        from symgrad.core.graph import toposort
 
         (e,) = cf._entries.values()
         ops = 0

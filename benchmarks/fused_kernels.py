@@ -31,11 +31,11 @@ sys.path.insert(0, str(ROOT))
 import symgrad as sg  # noqa: E402
 from codegen.cache import load_kernel, reset_cache_dir  # noqa: E402
 from codegen.numba_emit import emit_numba  # noqa: E402
-from symgrad.autodiff import backward_graph  # noqa: E402
-from symgrad.graph import Node  # noqa: E402
-from symgrad.lower import lower  # noqa: E402
+from symgrad.core.graph import Node  # noqa: E402
+from symgrad.derive.reverse import backward_graph  # noqa: E402
+from symgrad.derive.simplify import simplify_graph  # noqa: E402
+from symgrad.kernels.lower import lower  # noqa: E402
 from symgrad.ops import source as _src  # noqa: E402
-from symgrad.simplify import simplify_graph  # noqa: E402
 
 # ------------------------------------------------------------------------------------ emitted kernels
 

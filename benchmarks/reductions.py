@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 import symgrad as sg
-import symgrad.compile  # noqa: F401 - the module, not sg.compile
+import symgrad.kernels.program  # noqa: F401 - the module holding BACKEND
 
-compile_module = sys.modules["symgrad.compile"]
+compile_module = sys.modules["symgrad.kernels.program"]
 
 PROGRAMS = {
     "softmax": lambda m, x, w: (m.softmax(x, dim=1) * w).sum(),

@@ -10,6 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
+import symgrad as sg
+
+from .tour import compiled_demo
+
 _FUNCS = ("exp log log1p sqrt sin cos tan tanh sigmoid relu abs sum mean clamp pow where maximum minimum "
           "matmul softmax logsumexp").split()
 
@@ -30,15 +36,12 @@ def _parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
 
 
 def _leaf(name: str, shape: tuple[int, ...], dtype: Any) -> Any:
-    import numpy as np
 
-    import symgrad as sg
     rng = np.random.default_rng(0)
     return sg.tensor(rng.uniform(0.5, 1.5, size=shape), dtype=dtype, requires_grad=True, name=name)
 
 
 def cmd_grad(args: argparse.Namespace) -> int:
-    import symgrad as sg
     tree = ast.parse(args.expr, mode="eval")
     # a name that is called is one of symgrad's functions (erf, std, hypot, ...); any other is a variable
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
@@ -88,7 +91,6 @@ def _load_function(spec: str) -> Any:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    import symgrad as sg
     fn = _load_function(args.target)
     shapes = _parse_shapes(args.shape)
     target = getattr(fn, "fn", fn)
@@ -134,7 +136,6 @@ def cmd_tour(args: argparse.Namespace) -> int:
     print("=" * 78)
     print("symgrad tour 3/3 - a compiled kernel")
     print("=" * 78)
-    from .tour import compiled_demo
     compiled_demo()
     return 0
 

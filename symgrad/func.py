@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .transforms import DerivativeFunction, jvp, vjp
+from .compiler.function import CompiledFunction
+from .compiler.transforms import DerivativeFunction, jvp, vjp
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]
 
 
 def _compiled(func: Callable, mode: str, argnums: int | Sequence[int], has_aux: bool = False) -> Any:
-    import importlib
-    return importlib.import_module("symgrad.compile").CompiledFunction(func, mode, argnums, has_aux)
+    return CompiledFunction(func, mode, argnums, has_aux)
 
 
 def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .composite import _float_input, _matrix_norm, linalg_norm, vector_norm
-from .tensor import Tensor
+from .eager.composite import _float_input, _matrix_norm, linalg_norm, vector_norm
+from .eager.tensor import Tensor
 
 __all__ = ["matrix_norm", "norm", "vector_norm"]
 

@@ -5,10 +5,11 @@ import time
 
 import numpy as np
 
+import symgrad as sg
+
 
 def compiled_demo() -> None:
     """Compile a loss, print its formulas and generated kernel, and time it."""
-    import symgrad as sg
 
     def loss(x, y):
         return (sg.sin(x) * sg.exp(-y ** 2)).sum()

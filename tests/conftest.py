@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import symgrad as sg
+from symgrad.core import dtypes
 
 #: (rtol, atol) per dtype: float64 to 1e-10, float32 to 1e-5 (atol covers values that cancel to ~0).
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -40,7 +41,7 @@ def sg_dtype(d: Any) -> sg.DType:
     """The symgrad dtype for a torch dtype, a numpy dtype or a name."""
     if isinstance(d, torch.dtype):
         d = str(d).removeprefix("torch.")
-    return sg.dtypes.from_any(d)
+    return dtypes.from_any(d)
 
 
 def torch_dtype(d: Any) -> torch.dtype:

@@ -721,7 +721,7 @@ def test_register_hook_on_intermediate_and_leaf():
 
 
 def test_hot_eager_structure_moves_to_numba_with_same_gradients(monkeypatch):
-    from symgrad import autograd
+    from symgrad.eager import autograd
     monkeypatch.setattr(autograd, "EAGER_JIT_AFTER", 3)
     rng = np.random.default_rng(5)
     x = sg.tensor(rng.standard_normal(64), requires_grad=True)

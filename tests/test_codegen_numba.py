@@ -22,11 +22,11 @@ from codegen import cache as cg_cache
 from codegen import emit_numpy, load_kernel
 from codegen.ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, Param, Reduce, Reshape, Transpose
 from codegen.numba_emit import emit_numba
-from symgrad.autodiff import backward_graph
-from symgrad.graph import Node, toposort
-from symgrad.lower import lower
+from symgrad.core.graph import Node, toposort
+from symgrad.derive.reverse import backward_graph
+from symgrad.derive.simplify import simplify_graph
+from symgrad.kernels.lower import lower
 from symgrad.ops import source as _src
-from symgrad.simplify import simplify_graph
 
 RTOL = {"float64": 1e-12, "float32": 1e-5}
 ATOL = {"float64": 1e-13, "float32": 1e-6}
@@ -821,7 +821,7 @@ def test_deep_chain_emits_without_inlining_blowup():
             h = sg.sin(h) * sg.cos(x) + h * 0.5
         return h.sum()
 
-    compile_module = importlib.import_module("symgrad.compile")
+    compile_module = importlib.import_module("symgrad.kernels.program")
     backend, compile_module.BACKEND = compile_module.BACKEND, "numpy"
     try:
         vg = sg.value_and_grad(chain)

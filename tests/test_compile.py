@@ -7,7 +7,7 @@ import scipy.optimize as so
 
 import symgrad as sg
 from codegen.cache import jit_stats
-from symgrad.compile import STATS
+from symgrad.compiler.function import STATS
 
 
 def w2(x, y):
@@ -549,7 +549,7 @@ def _torch_value_and_grad(steps, red, x, y):
 
 def _check_compiled_program(prog, backend):
     steps, red = prog
-    cm = importlib.import_module("symgrad.compile")
+    cm = importlib.import_module("symgrad.kernels.program")
     saved, cm.BACKEND = cm.BACKEND, backend
     try:
         vg = sg.value_and_grad(lambda x, y: _program(sg, steps, red, x, y), argnums=(0, 1))
@@ -719,3 +719,12 @@ def test_source_shows_the_kernel_that_runs_once_hot():
         vg.source(x, x, backend="jax")
     h = sg.hessian(lambda x: (x ** 3).sum())
     assert "numba.njit" in h.source(x) and "numba.njit" not in h.source(x, backend="numpy")
+
+
+def test_matrix_trace_survives_compiling():
+    """Regression: the tracing module was named ``trace`` and replaced ``sg.trace`` once imported."""
+    sg.compile(lambda x: (x * 2).sum())(np.ones(3))
+    assert float(sg.trace(sg.eye(3))) == 3.0
+    import symgrad
+    for name in ("trace", "compile", "formula", "tensor", "grad", "jacobian", "hessian"):
+        assert callable(getattr(symgrad, name)) and not isinstance(getattr(symgrad, name), type(symgrad)), name

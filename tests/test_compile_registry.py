@@ -54,7 +54,7 @@ def _run(case, shapes, calls, dtype="float64"):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize(("case", "shapes"), _FIRST)
 def test_compiled_numpy_kernel_matches_torch(case, shapes, dtype):
-    compile_module = importlib.import_module("symgrad.compile")
+    compile_module = importlib.import_module("symgrad.kernels.program")
     backend, compile_module.BACKEND = compile_module.BACKEND, "numpy"
     try:
         _run(case, shapes, calls=2, dtype=dtype)

@@ -14,7 +14,7 @@ import torch
 from conftest import FLOAT_DTYPES, assert_close, grad_fn_name, leaf_pair, numpy_of
 
 import symgrad as sg
-from symgrad.custom import CustomRule, is_custom
+from symgrad.compiler.custom import CustomRule, is_custom
 
 softplus = sg.custom_op("t_softplus", lambda x, beta=1: sp.log(1 + sp.exp(beta * x)) / beta)
 sp_leaky = sg.custom_op("t_leaky", lambda x, slope=0.01: sp.Piecewise((x, x > 0), (slope * x, True)),

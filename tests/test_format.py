@@ -12,13 +12,8 @@ import torch._tensor_str
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symgrad import _format
-from symgrad._format import (
-    PrintOptions,
-    get_printoptions,
-    set_printoptions,
-    tensor_repr,
-)
+from symgrad.eager import printing as _format
+from symgrad.eager.printing import PrintOptions, get_printoptions, set_printoptions, tensor_repr
 
 NAN, INF = math.nan, math.inf
 

@@ -623,7 +623,7 @@ def test_compiled_basic_updates_run_in_numba():
 
 
 def test_compiled_updates_record_the_index_put_op():
-    from symgrad.compile import CompiledFunction
+    from symgrad.compiler.function import CompiledFunction
     cf = sg.compile(f_slices)
     assert isinstance(cf, CompiledFunction)
     cf(np.ones(3))

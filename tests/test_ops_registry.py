@@ -29,11 +29,12 @@ from conftest import FLOAT_DTYPES, assert_close, grad_fn_name, numpy_of
 
 import symgrad as sg
 from codegen import emit_numpy, load_kernel
-from symgrad.custom import CustomOp, CustomRule, is_custom
-from symgrad.indexing import normalize_index
-from symgrad.lower import lower
+from symgrad.compiler.custom import CustomOp, CustomRule, is_custom
+from symgrad.core import dtypes
+from symgrad.eager.record import _apply
+from symgrad.kernels.lower import lower
 from symgrad.ops import OUT, REGISTRY, A
-from symgrad.tensor import _apply
+from symgrad.ops.index import normalize_index
 
 SOURCE_OPS = {"leaf", "const", "scalar"}
 
@@ -145,7 +146,7 @@ def _numel(dims: tuple) -> Callable:
     def fn(lib: Any, x: Any) -> Any:
         if lib is torch:
             return torch.tensor(math.prod(x.shape[d] for d in dims), dtype=x.dtype)
-        return sys.modules["symgrad.tensor"]._apply(REGISTRY["numel"], x, dims=dims)  # seen by _untracked_node
+        return sys.modules["symgrad.eager.tensor"]._apply(REGISTRY["numel"], x, dims=dims)  # seen by _untracked_node
     return fn
 
 
@@ -802,7 +803,7 @@ def _record(case: Case, arrays: list[np.ndarray]) -> tuple[list[sg.Tensor], sg.T
 def _untracked_node(case: Case, xs: list[sg.Tensor]) -> Any:
     """The node ``case`` would record if its op had a gradient: found by tracing its inputs as leaves."""
     from symgrad.ops import apply as apply_op
-    T = sys.modules["symgrad.tensor"]
+    T = sys.modules["symgrad.eager.tensor"]
     seen: list = []
     original = T._apply
 
@@ -880,8 +881,8 @@ def _input_values(node: Any) -> list[np.ndarray]:
     dt = None
     if node.op.family == "elementwise":
         # Python numbers take the dtype the op computes in (torch's promotion), as in ``_apply``
-        dt = sg.dtypes.result_type(*[x.attr("value") if x.op.name == "scalar" else x for x in node.inputs])
-        dt = (dt if node.op.keeps_int else sg.dtypes.float_result(dt)).np
+        dt = dtypes.result_type(*[x.attr("value") if x.op.name == "scalar" else x for x in node.inputs])
+        dt = (dt if node.op.keeps_int else dtypes.float_result(dt)).np
     return [np.asarray(x.attr("value"), dtype=dt) if x.op.name == "scalar" else x.value for x in node.inputs]
 
 

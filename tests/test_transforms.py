@@ -9,6 +9,7 @@ import scipy.sparse as sps
 import torch
 
 import symgrad as sg
+from symgrad.compiler.transforms import JacobianSweeps
 
 RTOL = 1e-10
 rng = np.random.default_rng(7)
@@ -123,7 +124,7 @@ def test_forward_and_reverse_sweeps_agree():
     fwd = jac(x)
     sweeps = next(iter(jac._sigs.values())).sweeps["jacobian:None"]
     assert not sweeps.reverse
-    rev = sg.transforms.JacobianSweeps(sweeps.params, sweeps.outs, sweeps.wrt, "rev", reverse=True)
+    rev = JacobianSweeps(sweeps.params, sweeps.outs, sweeps.wrt, "rev", reverse=True)
     arrays = [x]
     np.testing.assert_allclose(rev.dense(arrays), fwd.reshape(9, 3), rtol=RTOL)
 
@@ -302,7 +303,7 @@ def _run(lib, steps, x):
 @settings(max_examples=40, derandomize=True, deadline=None, database=None)
 @given(_programs())
 def test_random_programs_hessian_and_pattern(steps):
-    compile_module = importlib.import_module("symgrad.compile")
+    compile_module = importlib.import_module("symgrad.kernels.program")
     backend, compile_module.BACKEND = compile_module.BACKEND, "numpy"  # numba runs the same IR (tested elsewhere)
     try:
         _check_program(steps)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..eager.base import _py
+from ..eager.record import _apply
+from ..eager.tensor import Tensor
 from ..ops import REGISTRY
-from ..tensor import Tensor, _apply, _py
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "silu", "gelu", "elu", "leaky_relu",
            "logsigmoid", "hardtanh", "relu6", "mish"]

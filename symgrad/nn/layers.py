@@ -7,7 +7,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..eager import functional
+from ..eager.composite import _named
+from ..eager.tensor import Tensor
 
 __all__ = ["linear", "dropout", "normalize", "cosine_similarity", "pad", "one_hot"]
 
@@ -20,7 +22,6 @@ def _need(name: str, arg: str, x: Any) -> None:
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
     """``input @ weight.T + bias``."""
     _need("linear", "input", input)
-    from ..composite import _named
     out = input @ weight.T
     if bias is None:
         return out
@@ -35,7 +36,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    from .. import functional
     keep = (functional._rng.random(tuple(input.shape)) >= p).astype(input.dtype.np)
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
     mask = Tensor(keep * np.asarray(scale, input.dtype.np))
@@ -68,7 +68,6 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         raise RuntimeError("Padding length must be divisible by 2" if len(pad) % 2 else
                            "Padding length should be less than or equal to two times the input dimension but got "
                            f"padding length {len(pad)} and input of dimension {input.ndim}")
-    from .. import functional
     out = input
     for k in range(len(pad) // 2):
         d = input.ndim - 1 - k
@@ -86,7 +85,6 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
                 shape[d] = n
                 parts.append(functional.full(shape, 0.0 if value is None else value, dtype=out.dtype))
         out = functional.cat(parts, d) if len(parts) > 1 else out
-    from ..composite import _named
     return _named(out, "ConstantPadNdBackward0") if out.requires_grad else out
 
 

@@ -14,10 +14,13 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .. import dtypes
-from ..composite import _fused, _named
+from ..compiler.tracing import Tracer
+from ..core import dtypes
+from ..eager.basic import _cast, tensor_like
+from ..eager.composite import _fused, _named
+from ..eager.record import _apply
+from ..eager.tensor import Tensor
 from ..ops import REGISTRY, A
-from ..tensor import Tensor, _apply, _cast, tensor_like
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
            "mse_loss", "nll_loss", "smooth_l1_loss"]
@@ -132,7 +135,6 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     target = target if isinstance(target, Tensor) else tensor_like(target, input)
     _same_size(input, target, f"Using a target size ({target.shape}) that is different to the input size "
                               f"({input.shape}) is deprecated. Please ensure they have the same size.")
-    from ..trace import Tracer
     if not isinstance(input, Tracer) and input.numel() and (
             np.any(input._data < 0) or np.any(input._data > 1)):
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -177,12 +179,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 def _class_targets(input: Tensor, target: Any, ignore_index: int) -> Tensor:  # noqa: A002
     """The target as a tensor of class indices, checked as torch checks it (values only when concrete:
     a traced target is an ordinary input of the compiled function)."""
-    from ..trace import Tracer
     t = target if isinstance(target, Tensor) else tensor_like(target, input)
     # sg.compile passes integer arrays as float64 arguments: a traced float target holds class numbers
     if (t.is_floating_point() and not isinstance(t, Tracer)) or t.dtype is dtypes.bool:
-        from ..tensor import _torch_type_name
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_torch_type_name(t.dtype)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {dtypes.torch_type_name(t.dtype)}")
     if input.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     if input.ndim == 1:
@@ -265,7 +265,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     n_classes = input.shape[class_dim]
     logp = input.log_softmax(class_dim)
     wshape = (n_classes,) + (1,) * (input.ndim - class_dim - 1)
-    from ..trace import Tracer
     traced_indices = isinstance(target, Tracer) and tuple(target.shape) != tuple(input.shape)
     if isinstance(target, Tensor) and target.is_floating_point() and not traced_indices:
         if tuple(target.shape) != tuple(input.shape):

@@ -7,9 +7,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import sympy as sp
 
-from .. import dtypes
-from ..errors import broadcast_error
-from ..graph import Node
+from ..core import dtypes
+from ..core.errors import broadcast_error
+from ..core.graph import Node
 
 #: Positional scalar symbols of elementwise forms: ``a0, a1, ...``; ``OUT`` stands for the result.
 A = tuple(sp.Symbol(f"a{i}", real=True) for i in range(8))
@@ -42,6 +42,12 @@ class OpDef:
                (bool subtraction, ...); Python numbers arrive as their dtype
     display    optional: ``display(node, input_exprs) -> sympy.Expr``, how formulas print the op
                (see ``call_expr``); default: ``name(inputs)``
+    linear     linear in every input: forward mode's tangent of ``op(x, ...)`` is ``op(t, ...)`` (same attrs)
+    bilinear   linear in each input separately (matmul): the tangent is ``op(ta, b) + op(a, tb)``
+    comparison the result is a bool tensor with no gradient (comparisons, logical ops, predicates)
+    sparsity   the structural-Jacobian rule ``derive.sparsity`` applies (``"elementwise"``, ``"reduce"``,
+               ``"sum_to"``, ``"cumsum"``, ``"softmax"``, ``"gather"``, ``"scatter"``, ``"put"``, ``"matmul"``,
+               ``"none"``; ``"probe"`` transposes the VJP); None: the family's rule
     """
 
     name: str
@@ -60,6 +66,10 @@ class OpDef:
     layout: str | Callable[[dict], str] = "inputs"
     check: Callable[..., None] | None = None
     display: Callable[..., sp.Expr] | None = None
+    linear: bool = False
+    bilinear: bool = False
+    comparison: bool = False
+    sparsity: str | None = None
     doc: str = ""
     _cache: dict = field(default_factory=dict, repr=False)
 

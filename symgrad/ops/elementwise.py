@@ -23,13 +23,16 @@ from codegen.printer import (
     IsFinite,
     IsInf,
     IsNan,
+    KernelPrinter,
     LessEqual,
     NotEqual,
     Remainder,
     Rint,
     Trunc,
+    namespace,
 )
 
+from ..core import dtypes
 from .base import OUT, A, OpDef, elementwise_infer, register
 
 
@@ -40,10 +43,10 @@ def _err() -> np.errstate:
 
 def _ew(name: str, grad_fn: Any, eval_: Any, form: Any, partials: Any = None, keeps_int: bool = False,
         diff_args: tuple[int, ...] | None = None, doc: str = "", promote_attrs: tuple[str, ...] = (),
-        check: Any = None, layout: Any = "inputs") -> OpDef:
+        check: Any = None, layout: Any = "inputs", linear: bool = False) -> OpDef:
     return register(OpDef(name, "elementwise", grad_fn, eval_, elementwise_infer, form=form,
                           partials=partials, keeps_int=keeps_int, diff_args=diff_args, doc=doc,
-                          promote_attrs=promote_attrs, check=check, layout=layout))
+                          promote_attrs=promote_attrs, check=check, layout=layout, linear=linear))
 
 
 # ---------------------------------------------------------------------------- torch's refusals of bool inputs
@@ -59,7 +62,6 @@ def _no_bool_sub(*dts: Any, **attrs: Any) -> None:
 
 
 def _rsub_check(a: Any, other: Any = None, **attrs: Any) -> None:
-    from .. import dtypes
     _no_bool_sub(a, dtypes.result_type(other))
 
 
@@ -188,7 +190,6 @@ clamp = _ew("clamp", lambda at: at.get("fn", "ClampBackward1"), _clamp_eval, _cl
 def _fused_eval(*arrays: np.ndarray, expr: sp.Expr, fn: str = "") -> np.ndarray:
     f = _fused_eval.cache.get((expr, len(arrays)))
     if f is None:
-        from codegen.printer import KernelPrinter, namespace
 
         # the kernels' printer: SymPy's own prints ``And`` as ``logical_and.reduce``, which cannot broadcast
         f = sp.lambdify(A[: len(arrays)], expr, modules=[namespace(expr), "numpy"], printer=KernelPrinter)
@@ -216,7 +217,6 @@ fused = _ew("fused", _fused_grad_fn, _fused_eval, lambda *a, expr, fn="": expr)
 
 
 def _to_infer(op: OpDef, a: Any, dtype: Any) -> Any:
-    from .. import dtypes
     return a.shape, dtypes.from_any(dtype)
 
 
@@ -229,9 +229,11 @@ def _clone_eval(a: np.ndarray, saved: bool = False, contiguous: bool = False) ->
 clone = _ew("clone", "CloneBackward0", _clone_eval, lambda a, saved=False, contiguous=False: a, keeps_int=True,
             layout=lambda at: "contiguous" if at.get("contiguous") else "inputs",
             doc="a copy (`contiguous`: in C order, as `.contiguous()`); `saved` marks the copy of self an in-place "
-                "op keeps for its own backward (torch's original self), which next_functions looks through")
+                "op keeps for its own backward (torch's original self), which next_functions looks through",
+                linear=True)
 to = register(OpDef("to", "elementwise", "ToCopyBackward0", lambda a, dtype: a.astype(np.dtype(dtype)),
-                    _to_infer, form=lambda a, dtype: a, doc="dtype conversion; the gradient converts back"))
+                    _to_infer, form=lambda a, dtype: a, doc="dtype conversion; the gradient converts back",
+                                                        linear=True))
 
 
 stop_gradient = _ew("stop_gradient", "AliasBackward0", lambda a: a, lambda a: a, partials=lambda a: [0],
@@ -258,7 +260,6 @@ minimum = _ew("minimum", "MinimumBackward0", np.minimum, sp.Min,
 
 
 def _compare_infer(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
-    from .. import dtypes
     shape, _ = elementwise_infer(op, *inputs)
     return shape, dtypes.bool
 
@@ -266,7 +267,7 @@ def _compare_infer(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
 def _cmp(name: str, fn: Any, rel: Any) -> OpDef:
     return register(OpDef(name, "elementwise", None, fn, _compare_infer, form=lambda a, b: sp.Piecewise(
         (1, rel(a, b)), (0, True)), partials=lambda a, b: [0, 0], keeps_int=True, diff_args=(),
-        doc="comparison: a bool tensor, no gradient"))
+        doc="comparison: a bool tensor, no gradient", comparison=True))
 
 
 gt = _cmp("gt", np.greater, lambda a, b: a > b)
@@ -281,7 +282,7 @@ ne = _cmp("ne", np.not_equal, sp.Ne)
 
 def _logic(name: str, fn: Any, form: Any, doc: str) -> OpDef:
     return register(OpDef(name, "elementwise", None, fn, _compare_infer, form=form,
-                          partials=lambda *a: [0] * len(a), keeps_int=True, diff_args=(), doc=doc))
+                          partials=lambda *a: [0] * len(a), keeps_int=True, diff_args=(), doc=doc, comparison=True))
 
 
 def _true(a: sp.Expr) -> Any:
@@ -324,13 +325,11 @@ bitwise_not = _bitwise("bitwise_not", np.invert, BitwiseNot)
 def _refuse(kernel: str, ints: bool = True) -> Any:
     """torch's NotImplementedError for a kernel that takes no bool (``ints``: and no integer) inputs."""
     def check(*dts: Any, **attrs: Any) -> None:
-        from .. import dtypes
-        from ..tensor import _torch_type_name
         d = dts[0]
         for e in dts[1:]:
             d = dtypes.promote_types(d, e)
         if d.category == 0 or (ints and d.category == 1):
-            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_torch_type_name(d)}'")
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtypes.torch_type_name(d)}'")
     return check
 
 
@@ -346,7 +345,7 @@ def _keep_ints(f: Any) -> Any:
 
 def _scipy(name: str) -> Any:
     def run(a: np.ndarray) -> np.ndarray:
-        import scipy.special
+        import scipy.special  # deferred: scipy
         return getattr(scipy.special, name)(a).astype(a.dtype, copy=False)
     return run
 
@@ -512,7 +511,7 @@ def _gelu_eval(a: np.ndarray, approximate: str = "none") -> np.ndarray:
     if approximate == "tanh":
         k = np.asarray(np.sqrt(2 / np.pi), a.dtype)
         return a * (1 + np.tanh(k * (a + np.asarray(0.044715, a.dtype) * a**3))) / 2
-    import scipy.special
+    import scipy.special  # deferred: scipy
     return a * (1 + scipy.special.erf(a * np.asarray(np.sqrt(0.5), a.dtype))) / 2
 
 

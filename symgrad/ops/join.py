@@ -8,7 +8,8 @@ import numpy as np
 
 from codegen import ir
 
-from ..graph import Node
+from ..core import dtypes
+from ..core.graph import Node
 from .base import A, OpDef, Shape, apply, call_expr, register
 
 _ALL = ("s", None, None, None)
@@ -27,7 +28,6 @@ def joined(shapes: list[Shape]) -> list[int]:
 
 
 def _cat_infer(op: OpDef, *xs: Node, dim: int, out_dtype: str) -> Any:
-    from .. import dtypes
     xs = tuple(xs[i] for i in joined([x.shape for x in xs]))
     shape = list(xs[0].shape)
     shape[dim] = sum(x.shape[dim] for x in xs)
@@ -59,13 +59,12 @@ def _cat_lower(node: Node, target: str, args: list[str]) -> list:
 cat = register(OpDef(
     "cat", "join", "CatBackward0", _cat_eval, _cat_infer, vjp=_cat_vjp, lower=_cat_lower,
     display=lambda node, ins: call_expr("cat", *ins, dim=node.attr("dim")),
-    doc="cat(tensors, dim) in the promoted `out_dtype`; the adjoint slices the gradient"))
+    doc="cat(tensors, dim) in the promoted `out_dtype`; the adjoint slices the gradient", linear=True))
 
 
 # --------------------------------------------------------------------------- stack
 
 def _stack_infer(op: OpDef, *xs: Node, dim: int, out_dtype: str) -> Any:
-    from .. import dtypes
     shape = list(xs[0].shape)
     shape.insert(dim, len(xs))
     return tuple(shape), dtypes.from_any(out_dtype)
@@ -86,7 +85,8 @@ stack = register(OpDef(
     lambda *xs, dim, out_dtype: np.stack(xs, axis=dim, dtype=np.dtype(out_dtype), casting="unsafe"), _stack_infer,
     vjp=_stack_vjp, lower=_stack_lower,
     display=lambda node, ins: call_expr("stack", *ins, dim=node.attr("dim")),
-    doc="stack(tensors, dim) along a new dim, in the promoted `out_dtype`; the adjoint selects from the gradient"))
+    doc="stack(tensors, dim) along a new dim, in the promoted `out_dtype`; the adjoint selects from the gradient",
+    linear=True))
 
 
 # --------------------------------------------------------------------------- repeat
@@ -124,4 +124,4 @@ repeat = register(OpDef(
     "repeat", "shape", "RepeatBackward0", lambda a, repeats: np.tile(a, repeats), _repeat_infer,
     vjp=_repeat_vjp, lower=_repeat_lower,
     display=lambda node, ins: call_expr("repeat", ins[0], repeats=tuple(node.attr("repeats"))),
-    doc="tile the tensor `repeats` times along each dim (new leading dims first)"))
+    doc="tile the tensor `repeats` times along each dim (new leading dims first)", linear=True))

@@ -7,7 +7,8 @@ import numpy as np
 
 from codegen import ir
 
-from ..graph import Node
+from ..core import dtypes
+from ..core.graph import Node
 from .base import OpDef, apply, broadcast_shapes, register
 from .reduce import sum_to_node
 
@@ -41,7 +42,6 @@ def _grad_fn(at: dict) -> str:
 
 
 def _infer(op: OpDef, a: Node, b: Node, fn: str = "") -> Any:
-    from .. import dtypes
     return matmul_shape(a.shape, b.shape), dtypes.promote_types(a.dtype, b.dtype)
 
 
@@ -75,7 +75,7 @@ def _lower(node: Node, target: str, args: list[str]) -> list:
 
 
 matmul = register(OpDef("matmul", "linalg", _grad_fn, lambda a, b, fn="": np.asarray(np.matmul(a, b)), _infer,
-                        vjp=_vjp, lower=_lower, doc="a @ b; formulas print it as matmul(a, b)"))
+                        vjp=_vjp, lower=_lower, doc="a @ b; formulas print it as matmul(a, b)", bilinear=True))
 
 
 def torch_name(a_ndim: int, b_ndim: int) -> str:

@@ -11,9 +11,10 @@ import sympy as sp
 from codegen import ir
 from codegen.printer import IsNan
 
-from .. import dtypes
-from ..graph import Node
+from ..core import dtypes
+from ..core.graph import Node
 from .base import A, OpDef, Shape, apply, call_expr, dims_text, register
+from .display import MeanOf, SumOf
 
 
 def _reduced_shape(shape: Shape, dims: tuple[int, ...], keepdim: bool) -> Shape:
@@ -85,10 +86,37 @@ def _mean_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool =
         return np.asarray(np.mean(a, axis=dims, keepdims=keepdim), dtype=a.dtype)
 
 
+def show_reduction(node: Node, ins: list, dims: tuple[int, ...], full: bool, mean: bool) -> sp.Expr:
+    """A ``sum`` / ``mean`` over ``dims`` of ``ins[0]``, kept explicit (dims shown unless it reduces everything)."""
+    if not dims:
+        return ins[0]
+    if ins[0].is_Number:  # a reduction of a constant (the broadcast seed of a gradient)
+        count = 1 if mean else math.prod(node.inputs[0].shape[d] for d in dims)
+        return ins[0] * count
+    cls = MeanOf if mean else SumOf
+    if full or len(dims) == node.inputs[0].ndim:
+        return cls(ins[0])
+    return cls(ins[0], sp.Tuple(*dims))
+
+
+def _show_sum(node: Node, ins: list) -> sp.Expr:
+    return show_reduction(node, ins, node.attr("dims"), node.attr("full"), mean=False)
+
+
+def _show_mean(node: Node, ins: list) -> sp.Expr:
+    return show_reduction(node, ins, node.attr("dims"), node.attr("full"), mean=True)
+
+
+def _show_sum_to(node: Node, ins: list) -> sp.Expr:
+    return show_reduction(node, ins, sum_to_axes(node.inputs[0].shape, node.shape)[0], False, mean=False)
+
+
 sum_ = register(OpDef("sum", "reduce", lambda at: "SumBackward0" if at["full"] else "SumBackward1",
-                      _sum_eval, _sum_infer, vjp=_sum_vjp, lower=_reduce_lower("sum")))
+                      _sum_eval, _sum_infer, vjp=_sum_vjp, lower=_reduce_lower("sum"), linear=True,
+                      display=_show_sum))
 mean = register(OpDef("mean", "reduce", lambda at: "MeanBackward0" if at["full"] else "MeanBackward1",
-                      _mean_eval, _mean_infer, vjp=_mean_vjp, lower=_reduce_lower("mean")))
+                      _mean_eval, _mean_infer, vjp=_mean_vjp, lower=_reduce_lower("mean"), linear=True,
+                      display=_show_mean))
 
 
 # --------------------------------------------------------------------------- broadcasting and its adjoint
@@ -123,7 +151,8 @@ def _sum_to_lower(node: Node, target: str, args: list[str]) -> list:
 
 sum_to = register(OpDef("sum_to", "reduce", "SumBackward1", _sum_to_eval, _sum_to_infer,
                         vjp=lambda node, g: (expand(g, node.inputs[0].shape),), lower=_sum_to_lower,
-                        doc="sum over broadcast dims down to `shape` (the adjoint of expand)"))
+                        doc="sum over broadcast dims down to `shape` (the adjoint of expand)",
+                        linear=True, sparsity="sum_to", display=_show_sum_to))
 
 
 def _expand_infer(op: OpDef, a: Node, shape: Shape) -> Any:
@@ -136,7 +165,7 @@ def _expand_lower(node: Node, target: str, args: list[str]) -> list:
 
 expand_op = register(OpDef("expand", "shape", "ExpandBackward0", lambda a, shape: np.broadcast_to(a, shape),
                            _expand_infer, vjp=lambda node, g: (sum_to_node(g, node.inputs[0].shape),),
-                           lower=_expand_lower, view=True))
+                           lower=_expand_lower, view=True, linear=True))
 
 
 def expand(g: Node, shape: Shape) -> Node:
@@ -276,10 +305,12 @@ def _arg_display(name: str) -> Any:
 
 argmax = register(OpDef("argmax", "reduce", None, _arg_eval(np.argmax), _arg_infer, vjp=lambda node, g: (None,),
                         lower=_arg_lower("argmax"), diff_args=(), display=_arg_display("argmax"),
-                        doc="index of the first maximum (NaN counts as the maximum), int64, no gradient"))
+                        doc="index of the first maximum (NaN counts as the maximum), int64, no gradient",
+                        sparsity="none"))
 argmin = register(OpDef("argmin", "reduce", None, _arg_eval(np.argmin), _arg_infer, vjp=lambda node, g: (None,),
                         lower=_arg_lower("argmin"), diff_args=(), display=_arg_display("argmin"),
-                        doc="index of the first minimum (NaN counts as the minimum), int64, no gradient"))
+                        doc="index of the first minimum (NaN counts as the minimum), int64, no gradient",
+                        sparsity="none"))
 
 
 # --------------------------------------------------------------------------- prod
@@ -352,4 +383,4 @@ cumsum = register(OpDef(
     lower=_cumsum_lower,
     display=lambda node, ins: call_expr("cumsum", ins[0], dim=node.attr("dim"),
                                         reverse=True if node.attr("reverse") else None),
-    doc="running sum along `dim` (`reverse`: from the end, the adjoint of cumsum)"))
+    doc="running sum along `dim` (`reverse`: from the end, the adjoint of cumsum)", linear=True, sparsity="cumsum"))

@@ -4,10 +4,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from codegen import ir
 
-from ..graph import Node
+from ..core.graph import Node
 from .base import OpDef, Shape, apply, register
 
 
@@ -24,7 +25,7 @@ reshape = register(OpDef(
     lambda a, shape, fn="ViewBackward0": np.reshape(a, shape), _reshape_infer,
     vjp=lambda node, g: (apply("reshape", g, shape=node.inputs[0].shape),),
     lower=_reshape_lower, view=True,
-    doc="view / reshape / flatten / squeeze / unsqueeze; `fn` keeps torch's grad_fn name"))
+    doc="view / reshape / flatten / squeeze / unsqueeze; `fn` keeps torch's grad_fn name", linear=True))
 
 
 def _permute_infer(op: OpDef, a: Node, dims: tuple[int, ...], fn: str = "PermuteBackward0") -> Any:
@@ -41,7 +42,16 @@ def _permute_lower(node: Node, target: str, args: list[str]) -> list:
     return [ir.Transpose(target, args[0], node.attr("dims"), node.shape, node.dtype.np.name)]
 
 
+def show_permute(node: Node, ins: list) -> sp.Expr:
+    """A permutation is ``transpose(x)``; the identity permutation is ``x``."""
+    if node.attr("dims") == tuple(range(node.ndim)):
+        return ins[0]
+    return sp.Function("transpose", real=True)(ins[0])
+
+
+
 permute = register(OpDef(
     "permute", "shape", lambda at: at.get("fn", "PermuteBackward0"),
     lambda a, dims, fn="PermuteBackward0": np.transpose(a, dims), _permute_infer,
-    vjp=_permute_vjp, lower=_permute_lower, view=True, doc="permute / transpose / .T"))
+    vjp=_permute_vjp, lower=_permute_lower, view=True, doc="permute / transpose / .T", linear=True,
+    display=show_permute))

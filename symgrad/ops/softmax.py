@@ -10,7 +10,7 @@ import sympy as sp
 from codegen import ir
 from codegen.printer import IsInf
 
-from ..graph import Node
+from ..core.graph import Node
 from .base import A, OpDef, apply, call_expr, dims_text, register
 from .reduce import _reduced_shape
 
@@ -135,7 +135,7 @@ def _dim_display(name: str) -> Any:
 
 softmax = register(OpDef("softmax", "reduce", "SoftmaxBackward0", _softmax_eval, _same_infer, vjp=_softmax_vjp,
                          lower=_softmax_lower, display=_dim_display("softmax"),
-                         doc="exp(x - max) / sum(exp(x - max)) along one dim"))
+                         doc="exp(x - max) / sum(exp(x - max)) along one dim", sparsity="softmax"))
 log_softmax = register(OpDef("log_softmax", "reduce", "LogSoftmaxBackward0", _log_softmax_eval, _same_infer,
                              vjp=_log_softmax_vjp, lower=_log_softmax_lower, display=_dim_display("log_softmax"),
-                             doc="x - max - log(sum(exp(x - max))) along one dim"))
+                             doc="x - max - log(sum(exp(x - max))) along one dim", sparsity="softmax"))

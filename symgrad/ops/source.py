@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import dtypes
 from .base import OpDef, register
 
 
@@ -13,7 +14,6 @@ def _no_infer(op: OpDef, *a: Any, **k: Any) -> Any:
 
 
 def _scalar_infer(op: OpDef, value: Any) -> Any:
-    from .. import dtypes
     return (), dtypes.result_type(value)
 
 

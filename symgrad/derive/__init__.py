@@ -1,0 +1,1 @@
+"""Differentiation on the DAG: reverse accumulation, forward-mode tangents, structural sparsity, simplification."""

@@ -1,0 +1,309 @@
+"""``TensorBase``: a tensor's storage, attributes and conversions, and the helpers every eager module shares.
+
+The class ops return is declared once, with ``concrete=True`` (``eager.tensor.Tensor``: this base plus the method
+families of ``eager/methods/``); modules below it construct tensors through ``new_tensor``.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.dtypes import DType
+from ..core.graph import Node
+from ..ops import normalize_dims
+from ..ops import source as _src
+from .printing import tensor_repr
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+_LEAF, _CONST, _SCALAR = _src.leaf, _src.const, _src.scalar
+
+
+class _Version:
+    """A storage's version counter, shared by views and ``detach()`` (not by ``.data``).
+
+    ``recorded`` counts the in-place writes that were recorded in the graph (a view taken before
+    one no longer describes how its values were computed).
+    """
+
+    __slots__ = ("v", "recorded")
+
+    def __init__(self) -> None:
+        self.v = 0
+        self.recorded = 0
+
+
+class _Terms:
+    """What ``.grad`` accumulated, for ``sg.grad_formula(x)``; shared by ``.data`` and ``detach()``."""
+
+    __slots__ = ("items", "known")
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self.known = True
+
+    def reset(self, known: bool) -> None:
+        self.items.clear()
+        self.known = known
+
+
+class Size(tuple):
+    """``torch.Size``: a tuple that prints as ``torch.Size([2, 2])``."""
+
+    def __repr__(self) -> str:
+        return f"torch.Size({list(self)})"
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)) and not isinstance(
+        x, np.ndarray)
+
+
+def _py(x: Any) -> Any:
+    """numpy scalars to Python numbers (they are weakly typed, like torch's wrapped numbers)."""
+    return x.item() if isinstance(x, (np.number, np.bool_)) else x
+
+
+class _AllDims:
+    """The default ``dim`` of ``sum``/``mean``: torch's no-dim overload (``SumBackward0``), unlike an
+    explicit ``dim=None`` (``SumBackward1``)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_ALL_DIMS: Any = _AllDims()
+
+
+def _reduce_dims(dim: Any) -> tuple[bool, Any]:
+    """(called without ``dim``, the dims to reduce)."""
+    return (True, None) if dim is _ALL_DIMS else (False, dim)
+
+
+class TensorBase:
+    """A tensor's storage and plain attributes (see ``eager.tensor.Tensor`` for the class users get)."""
+
+    #: the class ops return (``eager.tensor.Tensor``, declared with ``concrete=True``)
+    _concrete: type
+    #: whether this tensor is a symbolic value of a trace (``compiler.tracing.Tracer``) rather than data
+    _traced = False
+
+    def __init_subclass__(cls, concrete: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if concrete:
+            TensorBase._concrete = cls
+
+    __slots__ = ("_data", "_node", "_grad", "_version", "_retains_grad", "_name", "_grad_terms", "_view",
+                 "__weakref__")
+
+    __hash__ = object.__hash__
+
+    __array_priority__ = 1000
+
+    def __init__(self, data: Any = None, *, _node: Node | None = None, _version: _Version | None = None) -> None:
+        if not isinstance(data, np.ndarray):
+            data = _to_array(data, None)
+        self._data = data
+        self._node = _node
+        self._grad: Tensor | None = None
+        self._version = _version if _version is not None else _Version()
+        self._retains_grad = False
+        self._name: str | None = None
+        self._grad_terms = _Terms()
+        self._view: Any = None  # inplace.ViewOf: the base and view ops of a view sharing its storage
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[normalize_dims(dim, self.ndim)[0]] if self.ndim else 1
+
+    @property
+    def dtype(self) -> DType:
+        return dtypes.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def name(self) -> str | None:
+        """The name this tensor's leaf symbol prints with in formulas (``name=`` at creation)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        self._name = value
+        if self._node is not None and self._node.op is _LEAF:
+            self._node.name = value
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def __float__(self) -> float:
+        return builtins.float(self.item())
+
+    def __int__(self) -> int:
+        return builtins.int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return builtins.int(self.item())
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return self.item().__format__(spec)
+        return repr(self)
+
+    def __repr__(self) -> str:
+        gf = self.grad_fn
+        return tensor_repr(self._data, dtype_name=self.dtype.name,
+                           is_default_dtype=self.dtype is dtypes.get_default_dtype(),
+                           requires_grad=self.requires_grad and gf is None,
+                           grad_fn_name=None if gf is None else type(gf).__name__)
+
+    __str__ = __repr__
+
+
+def make_tensor(data: Any = None, *, _node: Node | None = None, _version: _Version | None = None) -> Tensor:
+    """A tensor of the concrete class (what ops return)."""
+    return TensorBase._concrete(data, _node=_node, _version=_version)
+
+
+def is_traced(x: Any) -> bool:
+    """Whether ``x`` is a value being traced (it has a node but no data)."""
+    return isinstance(x, TensorBase) and x._traced
+
+
+def _arr(x: Any) -> np.ndarray:
+    return x._data if isinstance(x, TensorBase) else np.asarray(x)
+
+
+def _to_array(data: Any, dtype: DType | None) -> np.ndarray:
+    if isinstance(data, TensorBase):
+        arr = data._data
+    elif isinstance(data, (list, tuple)) and any(isinstance(d, TensorBase) for d in _flatten(data)):
+        arr = np.array(_unwrap(data))
+    else:
+        arr = np.array(data)
+    if dtype is not None:
+        return np.array(arr, dtype=dtype.np)
+    if arr.dtype.kind == "f" and not isinstance(data, np.ndarray) and not _is_np_float(data):
+        return arr.astype(dtypes.get_default_dtype().np)
+    if arr.dtype.kind in "iu" and not isinstance(data, np.ndarray):
+        return arr.astype(np.int64)
+    if arr.dtype.kind in "US" or arr.dtype == object:
+        first = data
+        while isinstance(first, (list, tuple)) and first:
+            first = first[0]
+        if isinstance(first, str) and first is not data:
+            # torch reads the shape along the first elements, and a string is a sequence of strings
+            raise ValueError("too many dimensions 'str'")
+        bad = next((e for e in _flatten(data) if not _is_number(e)), data)
+        if isinstance(bad, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(bad).__name__}'")
+        raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
+    if arr.dtype.kind == "f" and arr.dtype not in (np.float16, np.float32, np.float64):
+        return arr.astype(np.float64)
+    return arr
+
+
+def _is_np_float(x: Any) -> bool:
+    return isinstance(x, np.floating)
+
+
+def _flatten(x: Any) -> Iterator[Any]:
+    if isinstance(x, (list, tuple)):
+        for e in x:
+            yield from _flatten(e)
+    else:
+        yield x
+
+
+def _unwrap(x: Any) -> Any:
+    if isinstance(x, (list, tuple)):
+        return [_unwrap(e) for e in x]
+    return x._data.item() if isinstance(x, TensorBase) else x
+
+
+def _viewable(arr: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """Whether ``arr`` can be reshaped to ``shape`` without a copy (torch's view rule on strides)."""
+    try:
+        np.reshape(arr, shape, copy=False)
+    except ValueError:
+        return False
+    return True
+
+
+def _shape_args(shape: Sequence[Any]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = shape[0]
+    return tuple(builtins.int(s) for s in shape)
+
+
+def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape

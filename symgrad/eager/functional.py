@@ -1,0 +1,472 @@
+"""Tensor creation and the ``sg.`` function forms of tensor ops."""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.dtypes import DType
+from ..ops import REGISTRY
+from ..ops import broadcast_shapes as b
+from .base import _ALL_DIMS, Size, _shape_args, _to_array
+from .basic import _logical, cat, clamp
+from .record import _apply
+from .tensor import Tensor
+
+_rng = np.random.default_rng()
+
+
+def _dt(dtype: Any) -> DType | None:
+    return None if dtype is None else dtypes.from_any(dtype)
+
+
+def _finish(arr: np.ndarray, requires_grad: bool, name: str | None = None) -> Tensor:
+    if requires_grad and arr.dtype.kind != "f":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    t = Tensor(arr)
+    if name is not None:
+        t.name = name
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           name: str | None = None) -> Tensor:
+    """A new leaf tensor holding a copy of ``data``; ``name`` is its symbol in formulas.
+
+    >>> import symgrad as sg
+    >>> sg.tensor([1.0, 2.0], requires_grad=True)
+    tensor([1., 2.], requires_grad=True)
+    """
+    arr = _to_array(data, _dt(dtype))
+    if isinstance(data, (np.ndarray, Tensor)) and dtype is None:
+        arr = arr.copy()
+    return _finish(arr, requires_grad, name)
+
+
+def as_tensor(data: Any, dtype: Any = None) -> Tensor:
+    if isinstance(data, Tensor) and (dtype is None or data.dtype is _dt(dtype)):
+        return data
+    if isinstance(data, np.ndarray) and dtype is None:
+        return Tensor(data)
+    return Tensor(_to_array(data, _dt(dtype)))
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``arr``."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    dtypes.from_numpy_dtype(arr.dtype)
+    return Tensor(arr)
+
+
+def is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def _fill(size: Sequence[Any], value: Any, dtype: Any, requires_grad: bool, name: str | None = None) -> Tensor:
+    shape = _shape_args(size)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
+    d = _dt(dtype) or (dtypes.get_default_dtype() if isinstance(value, builtins.float) or value is None
+                       else dtypes.result_type(value))
+    arr = np.full(shape, 0 if value is None else value, dtype=d.np)
+    return _finish(arr, requires_grad, name)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, name: str | None = None, **_: Any) -> Tensor:
+    """A tensor of ones; ``dtype`` defaults to the default float dtype."""
+    return _fill(size, 1.0 if dtype is None else 1, dtype, requires_grad, name)
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, name: str | None = None, **_: Any) -> Tensor:
+    """A tensor of zeros."""
+    return _fill(size, 0.0 if dtype is None else 0, dtype, requires_grad, name)
+
+
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _fill(size, 0.0 if dtype is None else 0, dtype, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
+         **_: Any) -> Tensor:
+    return _fill((size,) if isinstance(size, int) else (tuple(size),), fill_value, dtype, requires_grad)
+
+
+def _like(t: Tensor, value: Any, dtype: Any, requires_grad: bool) -> Tensor:
+    return _fill((t.shape,), value, dtype or t.dtype, requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _like(t, 1, dtype, requires_grad)
+
+
+def zeros_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _like(t, 0, dtype, requires_grad)
+
+
+def empty_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _like(t, 0, dtype, requires_grad)
+
+
+def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _like(t, fill_value, dtype, requires_grad)
+
+
+def manual_seed(seed: int) -> Any:
+    """Seed the generator behind ``rand``/``randn`` (its numbers are not torch's)."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+    return _rng
+
+
+def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    d = _dt(dtype) or dtypes.get_default_dtype()
+    return _finish(_rng.random(_shape_args(size)).astype(d.np), requires_grad)
+
+
+def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    d = _dt(dtype) or dtypes.get_default_dtype()
+    return _finish(_rng.standard_normal(_shape_args(size)).astype(d.np), requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: Any = None, **_: Any) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    d = _dt(dtype) or dtypes.int64
+    return Tensor(_rng.integers(low, high, size=tuple(size)).astype(d.np))
+
+
+def rand_like(t: Tensor, **kw: Any) -> Tensor:
+    return rand(t.shape, dtype=kw.get("dtype") or t.dtype, requires_grad=kw.get("requires_grad", False))
+
+
+def randn_like(t: Tensor, **kw: Any) -> Tensor:
+    return randn(t.shape, dtype=kw.get("dtype") or t.dtype, requires_grad=kw.get("requires_grad", False))
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False,
+           **_: Any) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    is_float = any(isinstance(v, builtins.float) for v in (start, end, step))
+    d = _dt(dtype) or (dtypes.get_default_dtype() if is_float else dtypes.int64)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    n = builtins.max(0, int(np.ceil((end - start) / step)))
+    arr = (start + step * np.arange(n, dtype=np.float64)).astype(d.np) if is_float else np.arange(
+        start, end, step).astype(d.np)
+    return _finish(arr, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False,
+             **_: Any) -> Tensor:
+    d = _dt(dtype) or dtypes.get_default_dtype()
+    return _finish(np.linspace(start, end, steps).astype(d.np), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    d = _dt(dtype) or dtypes.get_default_dtype()
+    return _finish(np.eye(n, m, dtype=d.np), requires_grad)
+
+
+# ---------------------------------------------------------------------- function forms of tensor ops
+
+def _t(x: Any) -> Tensor:
+    return x if isinstance(x, Tensor) else Tensor(_to_array(x, None))
+
+
+def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    return _t(a).add(b, alpha=alpha) if isinstance(a, Tensor) or not isinstance(b, Tensor) else b.__radd__(a)
+
+
+def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    return _t(a).sub(b, alpha=alpha)
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    return _t(a).mul(b) if isinstance(a, Tensor) or not isinstance(b, Tensor) else b.__rmul__(a)
+
+
+def div(a: Any, b: Any) -> Tensor:
+    return _t(a).div(b)
+
+
+true_divide = divide = div
+subtract = sub
+multiply = mul
+
+
+def neg(a: Tensor) -> Tensor:
+    return -a
+
+
+negative = neg
+
+
+def _unary(name: str):
+    def f(a: Any) -> Tensor:
+        return _apply(REGISTRY[name], _t(a))
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``{name}`` (see ``sg.ops.REGISTRY['{name}']`` for its SymPy form and derivative)."
+    return f
+
+
+exp = _unary("exp")
+log = _unary("log")
+log1p = _unary("log1p")
+sqrt = _unary("sqrt")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+abs = _unary("abs")  # noqa: A001
+reciprocal = _unary("reciprocal")
+absolute = abs
+clip = clamp
+
+
+def sum(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+    return _t(a).sum(dim, keepdim, dtype=dtype)
+
+
+def mean(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    return _t(a).mean(dim, keepdim, dtype=dtype)
+
+
+def reshape(a: Tensor, shape: Sequence[int]) -> Tensor:
+    return a.reshape(shape)
+
+
+def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    return a.flatten(start_dim, end_dim)
+
+
+def squeeze(a: Tensor, dim: Any = None) -> Tensor:
+    return a.squeeze(dim)
+
+
+def unsqueeze(a: Tensor, dim: int) -> Tensor:
+    return a.unsqueeze(dim)
+
+
+def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
+    return a.transpose(dim0, dim1)
+
+
+def permute(a: Tensor, dims: Sequence[int]) -> Tensor:
+    return a.permute(*dims)
+
+
+def t(a: Tensor) -> Tensor:
+    return a.t()
+
+
+def clone(a: Tensor) -> Tensor:
+    return a.clone()
+
+
+def index_put(a: Tensor, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
+    """``a`` with ``values`` written (``accumulate``: added) at ``indices`` (a tuple of index tensors)."""
+    return a.index_put(indices, values, accumulate)
+
+
+def index_add(a: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """``a`` with ``alpha * source`` added along ``dim`` at the positions ``index``."""
+    return a.index_add(dim, index, source, alpha=alpha)
+
+
+def detach(a: Tensor) -> Tensor:
+    return a.detach()
+
+
+def broadcast_to(a: Tensor, shape: Sequence[int]) -> Tensor:
+    return a.expand(*shape)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    return Size(b(*(tuple(s) for s in shapes)))
+
+
+def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return _t(a).allclose(b, rtol, atol, equal_nan)
+
+
+def equal(a: Tensor, b: Tensor) -> bool:
+    return _t(a).equal(b)
+
+
+def stop_gradient(a: Tensor) -> Tensor:
+    """A constant copy of ``a`` for differentiation (``detach`` under the JAX name)."""
+    return a.detach()
+
+
+def result_type(a: Any, b: Any) -> DType:
+    return dtypes.result_type(a, b)
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    return dtypes.promote_types(a, b)
+
+
+
+
+
+
+
+
+def _comparison(name: str):
+    def f(a: Any, b: Any) -> Tensor:
+        return getattr(_t(a), name)(b)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``{name}``: a bool tensor, outside the graph (no gradient)."
+    return f
+
+
+gt = _comparison("gt")
+ge = _comparison("ge")
+lt = _comparison("lt")
+le = _comparison("le")
+eq = _comparison("eq")
+ne = _comparison("ne")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b`` with torch's rules (1-D·1-D dot, matrix-vector, matrix-matrix, batched broadcasting)."""
+    return _t(a).matmul(b)
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    return a.mm(b)
+
+
+def mv(a: Tensor, v: Tensor) -> Tensor:
+    return a.mv(v)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    return a.dot(b)
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    return a.outer(b)
+
+
+# ---------------------------------------------------------------------- selections, normalizations, scans, joins
+
+def max(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False) -> Any:  # noqa: A001
+    """``a.max()``, ``a.max(dim, keepdim)`` (values, indices) or, with a tensor, ``maximum``."""
+    return _t(a).max(dim, keepdim)
+
+
+def min(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False) -> Any:  # noqa: A001
+    """``a.min()``, ``a.min(dim, keepdim)`` (values, indices) or, with a tensor, ``minimum``."""
+    return _t(a).min(dim, keepdim)
+
+
+def amax(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _t(a).amax(dim, keepdim)
+
+
+def amin(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _t(a).amin(dim, keepdim)
+
+
+def argmax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return _t(a).argmax(dim, keepdim)
+
+
+def argmin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return _t(a).argmin(dim, keepdim)
+
+
+def prod(a: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    return _t(a).prod(dim, keepdim, dtype=dtype)
+
+
+def logsumexp(a: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(a), dim))``, numerically stable."""
+    return _t(a).logsumexp(dim, keepdim)
+
+
+def softmax(a: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``exp(a) / sum(exp(a), dim)``, numerically stable (the max is subtracted first)."""
+    return _t(a).softmax(dim, dtype=dtype)
+
+
+def log_softmax(a: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``a - logsumexp(a, dim)``, numerically stable."""
+    return _t(a).log_softmax(dim, dtype=dtype)
+
+
+def cumsum(a: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return _t(a).cumsum(dim, dtype=dtype)
+
+
+def split(a: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    return a.split(split_size_or_sections, dim)
+
+
+def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    return a.chunk(chunks, dim)
+
+
+def unbind(a: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    return a.unbind(dim)
+
+
+concat = concatenate = cat
+
+
+def logical_and(a: Tensor, b: Tensor) -> Tensor:
+    return _logical("logical_and", _t(a), b, position=2)
+
+
+def logical_or(a: Tensor, b: Tensor) -> Tensor:
+    return _logical("logical_or", _t(a), b, position=2)
+
+
+def logical_xor(a: Tensor, b: Tensor) -> Tensor:
+    return _logical("logical_xor", _t(a), b, position=2)
+
+
+def logical_not(a: Tensor) -> Tensor:
+    return _t(a).logical_not()
+
+
+def bitwise_and(a: Any, b: Any) -> Tensor:
+    return _t(a).bitwise_and(b)
+
+
+def bitwise_or(a: Any, b: Any) -> Tensor:
+    return _t(a).bitwise_or(b)
+
+
+def bitwise_xor(a: Any, b: Any) -> Tensor:
+    return _t(a).bitwise_xor(b)
+
+
+def bitwise_not(a: Any) -> Tensor:
+    return _t(a).bitwise_not()
+
+
+def isnan(a: Any) -> Tensor:
+    return _t(a).isnan()
+
+
+def isinf(a: Any) -> Tensor:
+    return _t(a).isinf()
+
+
+def isfinite(a: Any) -> Tensor:
+    return _t(a).isfinite()

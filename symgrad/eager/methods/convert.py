@@ -1,0 +1,74 @@
+"""``Tensor``'s methods: dtype and device conversion, copies."""
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any
+
+from ...core import dtypes
+from ...core.dtypes import DType
+from ...ops import REGISTRY
+from .. import composite as _composite
+from ..basic import _cast
+from ..record import _apply
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+
+class ConversionMethods:
+    """``Tensor``'s dtype and device conversion, copies."""
+
+    __slots__ = ()
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        dtype = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, (DType, type, str)) and a not in ("cpu",):
+                dtype = a
+        if dtype is None:
+            return self
+        return _cast(self, dtypes.from_any(dtype))
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
+                    "int32": "torch.IntTensor", "bool": "torch.BoolTensor"}.get(self.dtype.name, "torch.Tensor")
+        return self.to(dtype)
+
+    def float(self) -> Tensor:
+        return _cast(self, dtypes.float32)
+
+    def double(self) -> Tensor:
+        return _cast(self, dtypes.float64)
+
+    def half(self) -> Tensor:
+        return _cast(self, dtypes.float16)
+
+    def long(self) -> Tensor:
+        return _cast(self, dtypes.int64)
+
+    def int(self) -> Tensor:
+        return _cast(self, dtypes.int32)
+
+    def bool(self) -> Tensor:
+        return _cast(self, dtypes.bool)
+
+    def cpu(self) -> Tensor:
+        return self
+
+    def contiguous(self) -> Tensor:
+        """``self`` if its memory is in C order, else a C-ordered copy (``CloneBackward0``)."""
+        return self if self._data.flags.c_contiguous else _apply(REGISTRY["clone"], self, contiguous=True)
+
+    def is_contiguous(self) -> bool:
+        return builtins.bool(self._data.flags.c_contiguous)
+
+    def clone(self) -> Tensor:
+        return _apply(REGISTRY["clone"], self)
+
+    # composites of registry ops (``eager/composite.py``), as methods
+    new_zeros = _composite.new_zeros
+    new_ones = _composite.new_ones
+    new_empty = _composite.new_empty
+    new_full = _composite.new_full
+    new_tensor = _composite.new_tensor

@@ -1,0 +1,33 @@
+"""``Tensor``'s methods: indexing and selection."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import basic as _basic
+from .. import composite as _composite
+from ..indexing import getitem
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+
+class SelectionMethods:
+    """``Tensor``'s indexing and selection."""
+
+    __slots__ = ()
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return getitem(self, index)
+
+    # composites of registry ops (``eager/composite.py``), as methods
+    gather = _composite.gather
+    take_along_dim = _composite.take_along_dim
+    index_select = _composite.index_select
+    select = _composite.select
+    narrow = _composite.narrow
+    masked_fill = _composite.masked_fill
+    sort = _composite.sort
+    argsort = _composite.argsort
+    topk = _composite.topk
+    isclose = _composite.isclose
+    nonzero = _basic.nonzero
