@@ -68,6 +68,15 @@ class _Entry:
         """(dtype, shape) per output."""
         return self.prog.specs
 
+    @property
+    def jit(self) -> Callable | None:
+        """The numba kernel, once the signature is hot (None before, or where numba refuses the IR)."""
+        return self.prog.jit
+
+    @property
+    def jit_source(self) -> str:
+        return self.prog.jit_source
+
 
 
 

@@ -56,6 +56,8 @@ def _elementwise(node: Node, ts: Sequence[Node | None]) -> Node | None:
 
 
 def _linear(node: Node, ts: Sequence[Node | None]) -> Node | None:
+    if "dtype" in dict(node.attrs):  # ``to``: its attr shares its name with ``apply``'s dtype argument
+        return Node(node.op, (ts[0],), node.attrs, node.shape, node.dtype, requires_grad=True)
     if len(node.inputs) == 1:
         return apply(node.op, ts[0], dtype=node.dtype, **dict(node.attrs))
     full = [t if t is not None else _zeros(x) for x, t in zip(node.inputs, ts)]

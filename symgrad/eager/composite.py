@@ -908,11 +908,16 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         product = x if product is None else product * x
     assert product is not None
     summed = tuple(k for k, c in enumerate(letters) if c not in rhs)
-    out = product.sum(summed) if summed else product
     for c in rhs:
         if c not in letters:
             raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
-    return out
+    if not summed:
+        # torch takes a lone operand's diagonal and then permutes it
+        return _named(product, "PermuteBackward0") if len(operands) == 1 and product.grad_fn is not None and \
+            type(product.grad_fn).__name__ == "DiagonalBackward0" else product
+    out = product.sum(summed)
+    # torch contracts several operands through bmm and reshapes the result: a ViewBackward0
+    return _named(out, "ViewBackward0") if len(operands) > 1 else out
 
 
 # --------------------------------------------------------------------------- Tensor methods

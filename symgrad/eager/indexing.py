@@ -23,13 +23,25 @@ def _is_bool_index(e: Any) -> bool:
     return False
 
 
+def plain_index(index: tuple) -> tuple:
+    """``index`` with its tensors replaced by their arrays (a traced one has no values to pick with)."""
+    out = []
+    for e in index:
+        if isinstance(e, TensorBase):
+            if is_traced(e):
+                e._concrete("indexing with a traced tensor")  # raises TracingError
+            e = e._data
+        out.append(e)
+    return tuple(out)
+
+
 def _masks_to_arrays(index: Any, shape: tuple[int, ...]) -> tuple:
     """``index`` with boolean masks replaced by the integer arrays of their true positions (what
     indexing with a mask means), and Python ``True`` by ``None``; torch's error for a mask whose
     shape does not match the dims it indexes."""
     items = list(index) if isinstance(index, tuple) else [index]
     if not any(_is_bool_index(e) or isinstance(e, (bool, np.bool_)) for e in items):
-        return index if isinstance(index, tuple) else (index,)
+        return plain_index(index if isinstance(index, tuple) else (index,))
     consumed = 0
     for e in items:
         if e is None or e is Ellipsis or isinstance(e, (bool, np.bool_)):
@@ -63,7 +75,7 @@ def _masks_to_arrays(index: Any, shape: tuple[int, ...]) -> tuple:
                 dim += max(len(shape) - consumed, 0)
             elif e is not None:
                 dim += 1
-    return tuple(out)
+    return plain_index(tuple(out))
 
 
 

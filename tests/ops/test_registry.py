@@ -31,7 +31,11 @@ import symgrad as sg
 from codegen import emit_numpy, load_kernel
 from symgrad.compiler.custom import CustomOp, CustomRule, is_custom
 from symgrad.core import dtypes
-from symgrad.eager.record import _apply
+from symgrad.core.graph import Node, toposort
+from symgrad.derive.forward import jvp_graph
+from symgrad.eager import composite, math_ops
+from symgrad.eager.base import _arr
+from symgrad.eager.record import _apply, _input_node
 from symgrad.kernels.lower import lower
 from symgrad.ops import OUT, REGISTRY, A
 from symgrad.ops.index import normalize_index
@@ -146,7 +150,7 @@ def _numel(dims: tuple) -> Callable:
     def fn(lib: Any, x: Any) -> Any:
         if lib is torch:
             return torch.tensor(math.prod(x.shape[d] for d in dims), dtype=x.dtype)
-        return sys.modules["symgrad.eager.tensor"]._apply(REGISTRY["numel"], x, dims=dims)  # seen by _untracked_node
+        return sys.modules["symgrad.eager.record"]._apply(REGISTRY["numel"], x, dims=dims)  # seen by _untracked_node
     return fn
 
 
@@ -600,6 +604,21 @@ COMPOSITE_CASES: list[Case] = [
     Case("matmul", lambda lib, a, b: lib.bmm(a, b), [((2, 3, 4), (2, 4, 2))], (_any, _any), "bmm"),
 ]
 CASES += COMPOSITE_CASES
+CASES += [
+    # fused arithmetic composites and einsum (its contractions report torch's ViewBackward0)
+    Case("fused", lambda lib, x, a, b: lib.addcmul(x, a, b, value=0.5), [((2, 3), (2, 3), (3,))],
+         (_any, _any, _any), "addcmul"),
+    Case("fused", lambda lib, x, a, b: x.addcdiv(a, b, value=2), [((2, 3), (2, 3), (3,))], (_any, _any, _pos),
+         "addcdiv"),
+    Case("fused", lambda lib, x, a: lib.lerp(x, a, 0.3), [((2, 3), (2, 3)), ((), (4,))], (_any, _any), "lerp"),
+    Case("fused", lambda lib, x, a, w: x.lerp(a, w), [((2, 3), (2, 3), (3,))], (_any, _any, _unit), "lerp tensor"),
+    Case("fused", lambda lib, x, b: lib.einsum("ij,j->i", x, b), [((2, 3), (3,))], (_any, _any), "einsum matvec"),
+    Case("fused", lambda lib, x, y: lib.einsum("bij,bjk->bik", x, y), [((2, 2, 3), (2, 3, 2))], (_any, _any),
+         "einsum bmm"),
+    Case("sum", lambda lib, x: lib.einsum("ij->j", x), [((2, 3),)], (_any,), "einsum reduce"),
+    Case("fused", lambda lib, x: lib.einsum("ii->i", x), [((3, 3),)], (_any,), "einsum diagonal"),
+    Case("trunc", lambda lib, x: lib.fix(x * 3), [((2, 3),)], (_away0,), "fix"),
+]
 
 # ---------------------------------------------------------------------------- torch's elementwise math, nn.functional
 # (symgrad/math_ops.py, symgrad/nn/functional.py): one elementwise registry op each
@@ -803,28 +822,32 @@ def _record(case: Case, arrays: list[np.ndarray]) -> tuple[list[sg.Tensor], sg.T
 def _untracked_node(case: Case, xs: list[sg.Tensor]) -> Any:
     """The node ``case`` would record if its op had a gradient: found by tracing its inputs as leaves."""
     from symgrad.ops import apply as apply_op
-    T = sys.modules["symgrad.eager.tensor"]
+    original = _apply
+    # every eager module calls ``_apply`` by the name it imported: spy on each of them
+    users = [m for name, m in list(sys.modules.items())
+             if name.startswith("symgrad.") and getattr(m, "_apply", None) is original]
     seen: list = []
-    original = T._apply
 
     def spy(op: Any, *inputs: Any, **attrs: Any) -> Any:
         seen.append((op, inputs, attrs))
         return original(op, *inputs, **attrs)
 
-    T._apply = spy
+    for m in users:
+        m._apply = spy
     try:
         case.fn(sg, *[x.detach() for x in xs])
     finally:
-        T._apply = original
+        for m in users:
+            m._apply = original
     op, inputs, attrs = seen[-1]
     nodes = []
     for x in inputs:
-        n = T._input_node(x)
+        n = _input_node(x)
         if n.value is None and n.op.name != "scalar":
             n.value = x._data
         nodes.append(n)
     node = apply_op(op, *nodes, **attrs)
-    node.value = op.eval(*[T._arr(x) if isinstance(x, sg.Tensor) else np.asarray(x) for x in inputs], **attrs)
+    node.value = op.eval(*[_arr(x) if isinstance(x, sg.Tensor) else np.asarray(x) for x in inputs], **attrs)
     return node
 
 
@@ -859,6 +882,22 @@ def test_every_op_has_a_grad_fn_name_and_a_rule():
             assert op.form is not None, name
         else:
             assert op.vjp is not None and op.lower is not None, name
+
+
+#: public composites that compute their result in numpy without recording a node (no gradient in torch either)
+DATA_ONLY = {"floor_divide", "isclose", "argsort"}
+
+
+@pytest.mark.parametrize("name", sorted(set(composite.__all__) | set(math_ops.__all__)))
+def test_every_public_composite_has_a_row(name: str):
+    """Each composite of ``eager/composite.py`` and ``eager/math_ops.py`` is exercised by a case of its name;
+    the data-only ones are checked to record nothing."""
+    if name in DATA_ONLY:
+        x = sg.tensor([[1.5, -2.0], [0.5, 3.0]], requires_grad=True)
+        out = getattr(sg, name)(x, x) if name != "argsort" else sg.argsort(x)
+        assert out._node is None and not out.requires_grad
+        return
+    assert any(name in c.id for c in CASES), f"no registry-matrix case exercises {name}"
 
 
 # ---------------------------------------------------------------------------- (a) eval vs form / generated code
@@ -943,6 +982,56 @@ def test_vjp_matches_finite_differences(case: Case, shapes: tuple):
     rhs = float(np.sum(g.astype(np.float64) * jvp))
     scale = float(np.sum(np.abs(g.astype(np.float64) * jvp))) + 1e-3
     assert abs(lhs - rhs) <= case.fd_rtol * scale + 1e-9, f"<vjp(g), v> = {lhs!r} but <g, jvp(v)> = {rhs!r}"
+
+
+# ---------------------------------------------------------------------------- (b') forward mode vs finite differences
+
+def _evaluate(root: Any) -> np.ndarray:
+    """The value of a derived node: its inputs' values through each op's numpy ``eval``."""
+    vals: dict[int, Any] = {}
+    for n in toposort([root]):
+        if n.value is not None:
+            vals[n.id] = n.value
+        elif n.op.name == "scalar":
+            vals[n.id] = np.asarray(n.attr("value"), dtype=n.dtype.np)
+        else:
+            with np.errstate(all="ignore"):
+                vals[n.id] = np.asarray(n.op.eval(*[vals[i.id] for i in n.inputs], **dict(n.attrs)))
+    return np.broadcast_to(np.asarray(vals[root.id], dtype=np.float64), root.shape)
+
+
+@pytest.mark.parametrize(("case", "shapes"), VARIANTS)
+def test_jvp_matches_finite_differences(case: Case, shapes: tuple):
+    """Each op's forward-mode tangent (``derive.forward``: its ``linear``/``bilinear`` field, the elementwise
+    partials, or its transposed VJP) against central differences along a random direction, float64."""
+    seed = _seed(case, shapes)
+    arrays = _inputs(case, shapes, seed)
+    xs, out, node = _record(case, arrays)
+    if not case.grad or case.stops_gradient:
+        assert not case.grad or not np.any(_jvp_values(out, xs, arrays, seed))
+        return
+    tangent = _jvp_values(out, xs, arrays, seed)
+    rng = np.random.default_rng(seed + 2)
+    vs = [rng.uniform(-1.0, 1.0, a.shape) for a in arrays]
+    h = case.fd_h
+    fd = (_forward(case, [a + h * v for a, v in zip(arrays, vs)])
+          - _forward(case, [a - h * v for a, v in zip(arrays, vs)])) / (2 * h)
+    scale = np.abs(fd) + np.abs(tangent) + 1e-3
+    assert np.all(np.abs(tangent - fd) <= case.fd_rtol * scale * 10 + 1e-8), \
+        f"jvp {tangent.ravel()[:6]} vs finite differences {fd.ravel()[:6]}"
+
+
+def _jvp_values(out: sg.Tensor, xs: list[sg.Tensor], arrays: list[np.ndarray], seed: int) -> np.ndarray:
+    """The tangent of ``out`` along the direction ``_jvp_matches`` perturbs the inputs in."""
+    rng = np.random.default_rng(seed + 2)
+    vs = [rng.uniform(-1.0, 1.0, a.shape) for a in arrays]
+    if out._node is None:
+        return np.zeros(out.shape)
+    wrt = [x._node for x in xs if x._node is not None]
+    tangents = [Node(REGISTRY["const"], (), (), w.shape, w.dtype, value=v.astype(w.dtype.np))
+                for w, v, x in zip(wrt, [v for v, x in zip(vs, xs) if x._node is not None], xs)]
+    (t,) = jvp_graph([out._node], wrt, tangents)
+    return np.zeros(out.shape) if t is None else _evaluate(t)
 
 
 # ---------------------------------------------------------------------------- (c) local partials vs sympy.diff

@@ -12,7 +12,7 @@ import importlib
 import numpy as np
 import pytest
 import torch
-from test_ops_registry import CASES, _call, _inputs, _seed
+from test_registry import CASES, _call, _inputs, _seed
 
 import symgrad as sg
 

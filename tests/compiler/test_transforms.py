@@ -346,7 +346,7 @@ def test_hessian_and_jacobian_formulas():
 
 def test_docs_transforms_code_runs():
     from pathlib import Path
-    text = (Path(__file__).resolve().parent.parent / "docs" / "transforms.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "transforms.md").read_text()
     block = text.split("```python\n", 1)[1].split("```", 1)[0]
     env: dict = {}
     exec(compile(block, "docs/transforms.md", "exec"), env)  # noqa: S102

@@ -13,7 +13,8 @@ index updates (``__setitem__``, through views, ``copy_``, ``index_put_``, ``inde
 values computed under ``no_grad`` and ``detach()``ed; max/min/amax/amin (full, dims, keepdim; ties
 where values repeat), argmax/argmin (compared as they are made), prod, logsumexp, softmax,
 log_softmax, cumsum; cat/stack/split/chunk/unbind/repeat; ``where`` on conditions built with logical
-ops, isnan and isfinite.
+ops, isnan and isfinite; ``where`` over deep elementwise chains, ``where`` inside ``where``, tensor
+exponents under ``where`` and conditions on reductions and broadcasts (``_masked``).
 
 At the end every value of the pool (value, requires_grad, grad_fn class), the gradient of every
 leaf (``backward()`` of a reduction, ``backward(v)`` of a non-scalar output, twice with
@@ -503,10 +504,51 @@ def _logical(a: Pair, b: Pair | None, k: int) -> Pair:
     return both(lambda lib, x: lib.where(lib.isnan(x.sqrt()) | x.isinf(), 0.0, x), a)
 
 
+#: elementwise chains drawn under ``where`` (each a list of unary names applied innermost first)
+_CHAIN = ("exp", "sin", "tanh", "sigmoid", "log1p", "sqrt", "cos", "atan", "erf", "square", "relu", "abs")
+
+
+def _chain(p: Pair, k: int, depth: int) -> Pair:
+    """``depth`` unary ops of ``_CHAIN`` applied one after another (each in its safe domain)."""
+    for d in range(depth):
+        name = _CHAIN[(k >> (3 * d)) % len(_CHAIN)]
+        p = UNARY[name](p, k // 7)
+    return p
+
+
+def _masked(a: Pair, b: Pair | None, k: int) -> Pair:
+    """``where`` over deep elementwise chains, ``where`` inside ``where``, tensor exponents under ``where``,
+    and conditions on reductions and broadcasts: the shapes of the masked adjoints' Piecewise rules."""
+    b = b if b is not None else a
+    choice = k % 6
+    depth = 2 + (k // 6) % 4
+    if choice == 0:  # a deep chain on the taken branch
+        deep = _chain(a, k // 24, depth)
+        return both(lambda lib, x, y: lib.where(x > 0.0, y, x), a, deep)
+    if choice == 1:  # a tensor exponent: (chain(a) + c) ** b
+        base = both(lambda lib, x: lib.sigmoid(x) + 0.25, _chain(a, k // 24, depth - 1))
+        powd = both(lambda lib, x, y: x ** y, base, bounded(b, 2.0))
+        return both(lambda lib, x, y: lib.where(x > 0, y, x), a, powd)
+    if choice == 2:  # where inside where
+        inner = both(lambda lib, x, y: lib.where(x < 1.0, y, -x), a, _chain(a, k // 24, depth))
+        return both(lambda lib, x, y, z: lib.where(x > -0.5, y, z * 2), a, inner, b)
+    if choice == 3:  # a condition on a reduction (kept dims broadcast back)
+        nd = a.ndim
+        red = both(lambda lib, x: x.sum(-1, keepdim=True) if nd else x * 1, a)
+        deep = _chain(a, k // 24, depth)
+        return both(lambda lib, x, r, y: lib.where(r > 0.0, y, x * 0.5), a, red, deep)
+    if choice == 4:  # where over a broadcast pair, the chain on the broadcast operand
+        deep = _chain(b, k // 24, depth)
+        return both(lambda lib, x, y: lib.where(x > y, lib.exp(-x * x) * y, x - y), a, deep)
+    # a where whose branches are both chains of the same value
+    left, right = _chain(a, k // 24, depth), _chain(a, (k // 24) + 5, depth - 1)
+    return both(lambda lib, x, y, z: lib.where(lib.isfinite(y) & (x < 0.7), y, z), a, left, right)
+
+
 # ---------------------------------------------------------------------------- programs
 
 STEP_KINDS = (["unary"] * 6 + ["binary"] * 5 + ["reduce"] * 2 + ["reshape"] * 3 + ["index"] * 2
-              + ["cast", "inplace", "no_grad", "detach"] + ["select"] * 2 + ["join"] * 2 + ["logical"])
+              + ["cast", "inplace", "no_grad", "detach"] + ["select"] * 2 + ["join"] * 2 + ["logical"] + ["masked"] * 3)
 UNARY_NAMES = sorted(UNARY)
 
 
@@ -582,6 +624,8 @@ class Runner:
             return _join(a, self.partner(a, j), k)
         if kind == "logical":
             return _logical(a, self.partner(a, j), k)
+        if kind == "masked":
+            return _masked(a, self.partner(a, j), k)
         if kind == "inplace":  # every other one an index update (__setitem__, copy_, index_put_, index_add_)
             return _update(a, self.pick(j), k // 2 + i + j) if k % 2 else _inplace(a, self.pick(j), k // 2)
         if kind == "no_grad":
