@@ -42,6 +42,7 @@ __version__ = "0.1.0"
 from . import autograd_functional as _autograd_functional  # noqa: E402
 from . import func  # noqa: E402
 from . import nn  # noqa: E402, F401  (sg.nn.functional)
+from . import optim  # noqa: E402, F401
 
 autograd.functional = _autograd_functional
 import sys as _sys  # noqa: E402
