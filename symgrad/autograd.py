@@ -165,7 +165,7 @@ class Program:
 
     def _compile_jit(self) -> None:
         from codegen import load_kernel
-        from codegen.numba_emit import emit_numba
+        from codegen.numba import emit_numba
         t0 = time.perf_counter()
         try:
             self.jit, path = load_kernel(emit_numba(self.kernel), self.kernel.name, prefix="numba")

@@ -69,7 +69,7 @@ def kernel_source(kernel: Any, numpy_source: str, backend: str | None) -> str:
         raise ValueError(f"backend must be 'numpy' or 'numba', not {backend!r}")
     if backend == "numpy" or (backend is None and BACKEND != "numba"):
         return numpy_source
-    from codegen.numba_emit import emit_numba
+    from codegen.numba import emit_numba
     if backend == "numba":
         return emit_numba(kernel)
     try:
@@ -255,7 +255,7 @@ class CompiledFunction:
         """The numba kernel of an entry (compiled once it is hot); None if numba can't take it."""
         if e.jit is None and e.jit_source == "":
             from codegen import load_kernel
-            from codegen.numba_emit import emit_numba
+            from codegen.numba import emit_numba
             t0 = time.perf_counter()
             try:
                 src = emit_numba(e.kernel)
@@ -397,8 +397,8 @@ class CompiledFunction:
             e.jit_out = False
             if self._jit(e) is not None:
                 from codegen import load_kernel
-                from codegen.out_form import with_out_params
-                src = with_out_params(e.jit_source, e.kernel.name, range(1, len(e.out_specs)))
+                from codegen.numba import emit_numba
+                src = emit_numba(e.kernel, out_params=range(1, len(e.out_specs)))
                 e.jit_out, _ = load_kernel(src, e.kernel.name, prefix="numba")
         return e.jit_out or None
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 import sympy as sp
 
-from codegen.printer import IsNan
+from codegen.functions import IsNan
 
 from . import dtypes, return_types
 from .ops import REGISTRY, A, normalize_dims

@@ -69,7 +69,7 @@ class Program:
         if not self._jit_tried:
             self._jit_tried = True
             from codegen import load_kernel
-            from codegen.numba_emit import emit_numba
+            from codegen.numba import emit_numba
             try:
                 self.jit, _ = load_kernel(emit_numba(self.kernel), self.kernel.name, prefix="numba")
             except Exception:  # noqa: BLE001 - the numpy kernel stays in use

@@ -11,7 +11,7 @@ from sympy.codegen.cfunctions import log1p as _log1p
 from sympy.codegen.cfunctions import log2 as _log2
 from sympy.codegen.cfunctions import log10 as _log10
 
-from codegen.printer import (
+from codegen.functions import (
     BitwiseAnd,
     BitwiseNot,
     BitwiseOr,
@@ -188,7 +188,7 @@ clamp = _ew("clamp", lambda at: at.get("fn", "ClampBackward1"), _clamp_eval, _cl
 def _fused_eval(*arrays: np.ndarray, expr: sp.Expr, fn: str = "") -> np.ndarray:
     f = _fused_eval.cache.get((expr, len(arrays)))
     if f is None:
-        from codegen.printer import KernelPrinter, namespace
+        from codegen.numpy.printer import KernelPrinter, namespace
 
         # the kernels' printer: SymPy's own prints ``And`` as ``logical_and.reduce``, which cannot broadcast
         f = sp.lambdify(A[: len(arrays)], expr, modules=[namespace(expr), "numpy"], printer=KernelPrinter)
