@@ -143,7 +143,7 @@ def _zeros_like(p: Tensor, fill: float = 0.0) -> Tensor:
 def _increment(step_t: Tensor) -> float:
     """``step_t += 1`` in place; the new count as a Python float (``_get_value``)."""
     a = step_t._data
-    np.add(a, 1, out=a, casting="unsafe")
+    a[()] = float(a) + 1.0  # one rounding to the counter's dtype, as torch's float32 ``step_t += 1``
     step_t._version.v += 1
     return float(a)
 

@@ -11,6 +11,16 @@ import torch
 import symgrad as sg
 from symgrad.optim import _kernels
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """torch's OpenMP threads spin against each other on a busy 2-core machine (100x slower backward)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 # a matrix (vectorised body), an odd-length vector (scalar tail), a 0-dim parameter
 SHAPES = [(16, 9), (37,), ()]
 
