@@ -1,0 +1,1 @@
+"""numpy-level building blocks with torch's exact semantics (random generator, creation ranges)."""
