@@ -46,10 +46,8 @@ class Adagrad(Optimizer):
                     "maximize": maximize, "differentiable": differentiable, "fused": fused}
         super().__init__(params, defaults)
         if fused:
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+            raise NotImplementedError(f"symgrad.optim: fused=True (torch's fused CPU {type(self).__name__} kernel, "
+                                      "which rounds differently) is not implemented; leave fused unset")
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p, group)

@@ -60,10 +60,8 @@ class Adam(Optimizer):
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
         if fused:
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+            raise NotImplementedError(f"symgrad.optim: fused=True (torch's fused CPU {type(self).__name__} kernel, "
+                                      "which rounds differently) is not implemented; leave fused unset")
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)

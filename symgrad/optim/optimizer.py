@@ -187,6 +187,9 @@ class Optimizer:
     """
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+        if defaults.get("differentiable"):
+            raise NotImplementedError("symgrad.optim: differentiable=True is not supported (steps update the "
+                                      "parameters' arrays in place, outside the graph)")
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
         self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()

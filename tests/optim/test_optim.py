@@ -274,3 +274,20 @@ def test_sqrt_is_torchs(dtype: type) -> None:
     x = (np.abs(rng.standard_normal(20000)) * 10.0 ** rng.integers(-30, 30, 20000)).astype(dtype)
     x = np.concatenate([x, np.array([0.0, -0.0, -1.0, np.inf, np.nan, 1e-42, 3.3e38], dtype=dtype)])
     assert np.array_equal(_kernels.torch_sqrt(x), torch.from_numpy(x).sqrt().numpy(), equal_nan=True)
+
+
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.1)),
+                                     ("Adam", dict(lr=0.01, amsgrad=True)), ("RMSprop", dict(centered=True))])
+def test_foreach_true_is_the_same_trajectory(name: str, kw: dict) -> None:
+    """torch's multi-tensor (foreach) CPU path rounds as its single-tensor one; symgrad runs the latter."""
+    t = _Run(torch, name, dict(kw, foreach=True), np.float64).steps(50)
+    s = _Run(sg, name, dict(kw, foreach=True), np.float64).steps(50)
+    assert _same(t.values(), s.values())
+
+
+def test_unsupported_flags_raise() -> None:
+    p = sg.tensor([1.0], requires_grad=True)
+    for make in (lambda: sg.optim.Adam([p], fused=True), lambda: sg.optim.Adagrad([p], fused=True),
+                 lambda: sg.optim.SGD([p], differentiable=True)):
+        with pytest.raises(NotImplementedError):
+            make()
