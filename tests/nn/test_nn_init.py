@@ -16,6 +16,15 @@ import symgrad as sg
 from symgrad.nn import init
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """torch's OpenMP threads spin against each other on a busy 2-core machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture
 def torch_draws(monkeypatch: pytest.MonkeyPatch) -> None:
     """``init._uniform`` / ``init._normal`` drawing from torch's generator (the default one or ``generator``)."""

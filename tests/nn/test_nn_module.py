@@ -15,6 +15,15 @@ from conftest import assert_close, assert_same_error
 import symgrad as sg
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """torch's OpenMP threads spin against each other on a busy 2-core machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def make_net(lib: Any) -> Any:
     """The same small network in either library (shared submodule, buffers, a bare parameter)."""
     nn = lib.nn

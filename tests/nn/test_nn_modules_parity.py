@@ -13,6 +13,15 @@ from conftest import FLOAT_DTYPES, assert_close, assert_same_error, grad_fn_name
 
 import symgrad as sg
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """torch's OpenMP threads spin against each other on a busy 2-core machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
 RNG = np.random.default_rng(7)
 
 

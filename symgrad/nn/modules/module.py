@@ -27,6 +27,7 @@ _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 _global_forward_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
 _global_forward_hooks: OrderedDict[int, Callable] = OrderedDict()
 _global_forward_hooks_always_called: OrderedDict[int, bool] = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict[int, bool] = OrderedDict()
 
 _TENSOR_TYPE_NAMES = {"float16": "HalfTensor", "bfloat16": "BFloat16Tensor", "float32": "FloatTensor",
                       "float64": "DoubleTensor", "int8": "CharTensor", "uint8": "ByteTensor", "int16": "ShortTensor",
@@ -82,10 +83,14 @@ def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandl
     return handle
 
 
-def register_module_forward_hook(hook: Callable[..., Any], *, always_call: bool = False) -> RemovableHandle:
-    """A forward hook that every module runs before its own ones (``hook(module, args, output)``)."""
+def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """A forward hook that every module runs before its own ones (``hook(module, args, output)``;
+    ``with_kwargs``: ``hook(module, args, kwargs, output)``)."""
     handle = RemovableHandle(_global_forward_hooks, extra_dict=_global_forward_hooks_always_called)
     _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
     if always_call:
         _global_forward_hooks_always_called[handle.id] = True
     return handle
@@ -105,12 +110,20 @@ def _set_data(t: Tensor, new: Tensor) -> None:
         t.requires_grad_(True)
 
 
+def _check_device(device: Any) -> None:
+    """symgrad runs on the CPU: a CUDA device fails as on a CPU-only torch build."""
+    name = str(getattr(device, "type", device))
+    if name.startswith("cuda"):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+
 def _parse_to(*args: Any, **kwargs: Any) -> DType | None:
     """The dtype in ``Module.to``'s arguments (device, dtype or tensor; ``non_blocking``, ``memory_format``)."""
     dtype = kwargs.pop("dtype", None)
-    kwargs.pop("device", None)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    if kwargs.get("device") is not None:
+        _check_device(kwargs["device"])
+    for key in ("device", "non_blocking", "copy", "memory_format"):
+        kwargs.pop(key, None)
     if kwargs:
         raise TypeError(f"to() received an invalid combination of arguments - got unexpected keyword "
                         f"argument '{next(iter(kwargs))}'")
@@ -125,7 +138,9 @@ def _parse_to(*args: Any, **kwargs: Any) -> DType | None:
             try:
                 dtype = dtypes.from_any(a)
             except TypeError:  # a device name
-                pass
+                _check_device(a)
+        else:
+            _check_device(a)
     return None if dtype is None else dtypes.from_any(dtype)
 
 
@@ -545,7 +560,7 @@ class Module:
             for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
                     called_always.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
                     out = hook(self, args, kwargs, result)
                 else:
                     out = hook(self, args, result)
