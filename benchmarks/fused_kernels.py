@@ -1,4 +1,4 @@
-"""Fused value-and-gradient kernels from ``codegen.numba_emit`` against hand-written numba and numpy.
+"""Fused value-and-gradient kernels from ``codegen.numba`` against hand-written numba and numpy.
 
     python benchmarks/fused_kernels.py [--n 1000000] [--repeat 31]
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import symgrad as sg  # noqa: E402
 from codegen.cache import load_kernel, reset_cache_dir  # noqa: E402
-from codegen.numba_emit import emit_numba  # noqa: E402
+from codegen.numba import emit_numba  # noqa: E402
 from symgrad.core.graph import Node  # noqa: E402
 from symgrad.derive.reverse import backward_graph  # noqa: E402
 from symgrad.derive.simplify import simplify_graph  # noqa: E402

@@ -17,6 +17,21 @@ def _bindable(e: sp.Basic) -> bool:
     return isinstance(e, sp.Expr) and bool(e.args) and not isinstance(e, ExprCondPair)
 
 
+def has_ops(expr: sp.Basic, limit: int) -> bool:
+    """Whether ``expr`` has at least ``limit`` operation nodes, counted as a tree (a shared subtree
+    counts each time), with an early exit (unlike ``count_ops``)."""
+    seen = 0
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if e.args:
+            seen += 1
+            if seen >= limit:
+                return True
+            stack.extend(e.args)
+    return False
+
+
 def rebuild(e: sp.Basic, args: tuple) -> sp.Basic:
     """``e`` with new arguments, not re-evaluated (the tree is canonical already)."""
     if args == e.args:

@@ -1,11 +1,42 @@
-"""The neutral kernel IR: parameters, one statement per materialised value, named outputs."""
+"""The neutral kernel IR: parameters, one statement per materialised value, named outputs.
+
+Every statement is a frozen dataclass on the base ``Statement``: it defines ``target`` (the name of
+the value it makes), ``shape``, ``dtype`` and ``note`` (a comment naming the node it comes from),
+plus its own operands. ``Stmt`` is the union of them all and ``STATEMENTS`` the tuple; an emitter
+dispatches on the statement's type through a table over ``STATEMENTS`` and raises ``Unsupported``
+for a statement (or a form of one) it has no emission for.
+"""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sympy as sp
 
 Shape = tuple[int, ...]
+
+
+class Unsupported(NotImplementedError):
+    """An emitter has no emission for this IR (a statement type, or a form of one such as a batched
+    matmul for numba): callers keep the kernel of another backend."""
+
+
+class Statement:
+    """The base of IR statements. Not a dataclass itself, so that each statement keeps its own
+    positional field order; each defines the fields below."""
+
+    __slots__ = ()
+    target: str
+    shape: Shape
+    dtype: str
+    note: str
+
+
+def literal(text: str) -> str | None:
+    """The number an operand that is not a name stands for (``lower`` passes Python numbers as
+    ``numpy.asarray(2.0)`` or ``2.0``): its literal text, or None."""
+    m = re.fullmatch(r"\s*(?:numpy\.asarray\()?\s*([-+0-9.eE]+|True|False)\s*\)?\s*", text)
+    return m.group(1) if m else None
 
 
 @dataclass(frozen=True)
@@ -20,7 +51,7 @@ class Param:
 
 
 @dataclass(frozen=True)
-class Elementwise:
+class Elementwise(Statement):
     """``target = expr`` where the free symbols of ``expr`` are earlier targets or params."""
 
     target: str
@@ -31,7 +62,7 @@ class Elementwise:
 
 
 @dataclass(frozen=True)
-class Reduce:
+class Reduce(Statement):
     """``target = kind(arg, axes, keepdims)``; kind is "sum", "mean", "max", "min" or "prod"
     (max/min propagate NaN)."""
 
@@ -46,7 +77,7 @@ class Reduce:
 
 
 @dataclass(frozen=True)
-class Reshape:
+class Reshape(Statement):
     target: str
     arg: str
     shape: Shape
@@ -55,7 +86,7 @@ class Reshape:
 
 
 @dataclass(frozen=True)
-class Broadcast:
+class Broadcast(Statement):
     target: str
     arg: str
     shape: Shape
@@ -64,7 +95,7 @@ class Broadcast:
 
 
 @dataclass(frozen=True)
-class Transpose:
+class Transpose(Statement):
     target: str
     arg: str
     axes: tuple[int, ...]
@@ -73,23 +104,8 @@ class Transpose:
     note: str = ""
 
 
-
-
 @dataclass(frozen=True)
-class Kernel:
-    """A function of the lists named ``groups``: reads ``params`` from them, runs ``body`` in order,
-    returns ``outputs`` (names)."""
-
-    name: str
-    params: tuple[Param, ...]
-    body: tuple[Stmt, ...]
-    outputs: tuple[str, ...]
-    doc: str = ""
-    groups: tuple[str, ...] = ("v",)
-
-
-@dataclass(frozen=True)
-class Index:
+class Index(Statement):
     """``target = arg[index]``; ``index`` entries: ("i", k) | ("s", start, stop, step) | ("n",) | ("e",)
     | ("a", values, shape) for an integer array."""
 
@@ -102,7 +118,7 @@ class Index:
 
 
 @dataclass(frozen=True)
-class IndexAdd:
+class IndexAdd(Statement):
     """``target = zeros(shape); target[index] += arg`` (repeated integer indices accumulate)."""
 
     target: str
@@ -113,11 +129,8 @@ class IndexAdd:
     note: str = ""
 
 
-Stmt = Elementwise | Reduce | Reshape | Broadcast | Transpose | Index | IndexAdd
-
-
 @dataclass(frozen=True)
-class MatMul:
+class MatMul(Statement):
     """``target = a @ b`` with numpy's matmul semantics (BLAS where it applies)."""
 
     target: str
@@ -128,11 +141,8 @@ class MatMul:
     note: str = ""
 
 
-Stmt = Stmt | MatMul
-
-
 @dataclass(frozen=True)
-class ArgReduce:
+class ArgReduce(Statement):
     """``target = argmax/argmin(arg, axis, keepdims)`` as int64 (first occurrence; NaN counts as the extreme);
     ``axis`` None: the index into the flattened ``arg``."""
 
@@ -147,7 +157,7 @@ class ArgReduce:
 
 
 @dataclass(frozen=True)
-class CumSum:
+class CumSum(Statement):
     """``target = cumsum(arg, axis)``; ``reverse``: summed from the end of the axis (the adjoint of cumsum)."""
 
     target: str
@@ -160,7 +170,7 @@ class CumSum:
 
 
 @dataclass(frozen=True)
-class Concat:
+class Concat(Statement):
     """``target = concatenate(args, axis)`` (``stack``: along a new axis), converted to ``dtype``."""
 
     target: str
@@ -172,11 +182,8 @@ class Concat:
     note: str = ""
 
 
-Stmt = Stmt | ArgReduce | CumSum | Concat
-
-
 @dataclass(frozen=True)
-class Size:
+class Size(Statement):
     """``target = prod(arg.shape[d] for d in axes)`` as a 0-d value of ``dtype``: a count read from the
     arrays at run time (``mean``'s ``1/n``), so kernel text does not depend on sizes. Reads only the
     shape of ``arg``, never its elements."""
@@ -189,4 +196,21 @@ class Size:
     note: str = ""
 
 
-Stmt = Stmt | Size
+Stmt = (Elementwise | Reduce | Reshape | Broadcast | Transpose | Index | IndexAdd | MatMul | ArgReduce | CumSum
+        | Concat | Size)
+
+#: every statement type, in the order of ``Stmt``
+STATEMENTS: tuple[type[Statement], ...] = Stmt.__args__
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A function of the lists named ``groups``: reads ``params`` from them, runs ``body`` in order,
+    returns ``outputs`` (names)."""
+
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    outputs: tuple[str, ...]
+    doc: str = ""
+    groups: tuple[str, ...] = ("v",)

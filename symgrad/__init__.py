@@ -2,7 +2,7 @@
 
 Layers, each importing only those before it: ``core`` (nodes, dtypes) -> ``ops`` (the registry) -> ``derive``
 (differentiation) -> ``kernels`` (lowering, the one Program) -> ``eager`` (Tensor, autograd) -> ``compiler``
-(tracing, transforms); the namespaces ``autograd``, ``func``, ``linalg`` and ``nn`` sit on top.
+(tracing, transforms); the namespaces ``autograd``, ``func``, ``linalg``, ``nn`` and ``optim`` sit on top.
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ from .compiler.function import CompiledFunction, compile, grad, value_and_grad
 from .compiler.transforms import hessian, jacobian, jvp, vjp
 from .compiler.custom import custom_op, custom_rule
 
-from . import autograd, func, linalg, nn, ops  # noqa: E402  (the namespaces)
+from . import autograd, func, linalg, nn, ops, optim  # noqa: E402  (the namespaces)
 from .eager import return_types  # noqa: E402
 
 dtype = DType
@@ -418,6 +418,7 @@ __all__ = [
     "neg",
     "negative",
     "nn",
+    "optim",
     "no_grad",
     "nonzero",
     "norm",

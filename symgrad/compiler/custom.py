@@ -17,7 +17,7 @@ import numpy as np
 import sympy as sp
 
 from codegen import ir
-from codegen.printer import KernelPrinter, namespace
+from codegen.numpy.printer import KernelPrinter, namespace
 
 from ..core import context as _trace
 from ..core.graph import Node, substitute

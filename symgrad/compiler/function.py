@@ -12,7 +12,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from codegen import load_kernel
-from codegen.out_form import with_out_params
 
 from ..core import dtypes
 from ..core.graph import Node, substitute
@@ -102,7 +101,7 @@ def kernel_source(kernel: Any, numpy_source: str, backend: str | None) -> str:
         raise ValueError(f"backend must be 'numpy' or 'numba', not {backend!r}")
     if backend == "numpy" or (backend is None and _program.BACKEND != "numba"):
         return numpy_source
-    from codegen.numba_emit import emit_numba  # deferred: imports numba
+    from codegen.numba import emit_numba  # deferred: imports numba
     if backend == "numba":
         return emit_numba(kernel)
     try:
@@ -401,7 +400,8 @@ class CompiledFunction:
         if e.jit_out is None:
             e.jit_out = False
             if self._jit(e) is not None:
-                src = with_out_params(e.prog.jit_source, e.kernel.name, range(1, len(e.out_specs)))
+                from codegen.numba import emit_numba  # deferred: imports numba
+                src = emit_numba(e.kernel, out_params=range(1, len(e.out_specs)))
                 e.jit_out, _ = load_kernel(src, e.kernel.name, prefix="numba")
         return e.jit_out or None
 

@@ -1,1 +1,2 @@
-"""The DAG's vocabulary: nodes, dtypes, errors and the active-trace cell. Imports numpy and sympy only."""
+"""The DAG's vocabulary (nodes, dtypes, errors, the active-trace cell) and numpy-level building blocks with
+torch's exact semantics (the random generator, creation ranges). Imports numpy and sympy only."""

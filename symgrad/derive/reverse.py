@@ -5,7 +5,7 @@ from typing import Sequence
 
 import sympy as sp
 
-from codegen.printer import IsInf, IsNan
+from codegen.functions import IsInf, IsNan
 
 from ..core.graph import Node, toposort
 from ..ops import OUT, A, apply

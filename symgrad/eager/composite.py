@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import sympy as sp
 
-from codegen.printer import IsNan
+from codegen.functions import IsNan
 
 from ..core import dtypes
 from ..ops import REGISTRY, A, normalize_dims

@@ -86,7 +86,7 @@ class Program:
     def numba(self) -> Callable | None:
         """The numba kernel, compiled on first use; None where the numba emitter refuses this IR."""
         if self.jit is None and self.numba_error is None:
-            from codegen.numba_emit import emit_numba  # deferred: imports numba
+            from codegen.numba import emit_numba  # deferred: imports numba
             t0 = time.perf_counter()
             try:
                 src = emit_numba(self.kernel)

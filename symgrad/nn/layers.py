@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..eager import functional
+from ..eager import basic, functional
 from ..eager.composite import _named
 from ..eager.tensor import Tensor
 
@@ -84,7 +84,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
                 shape = list(out.shape)
                 shape[d] = n
                 parts.append(functional.full(shape, 0.0 if value is None else value, dtype=out.dtype))
-        out = functional.cat(parts, d) if len(parts) > 1 else out
+        out = basic.cat(parts, d) if len(parts) > 1 else out
     return _named(out, "ConstantPadNdBackward0") if out.requires_grad else out
 
 

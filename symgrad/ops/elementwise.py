@@ -11,7 +11,7 @@ from sympy.codegen.cfunctions import log1p as _log1p
 from sympy.codegen.cfunctions import log2 as _log2
 from sympy.codegen.cfunctions import log10 as _log10
 
-from codegen.printer import (
+from codegen.functions import (
     BitwiseAnd,
     BitwiseNot,
     BitwiseOr,
@@ -23,14 +23,13 @@ from codegen.printer import (
     IsFinite,
     IsInf,
     IsNan,
-    KernelPrinter,
     LessEqual,
     NotEqual,
     Remainder,
     Rint,
     Trunc,
-    namespace,
 )
+from codegen.numpy.printer import KernelPrinter, namespace
 
 from ..core import dtypes
 from .base import OUT, A, OpDef, elementwise_infer, register

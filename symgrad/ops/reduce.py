@@ -9,7 +9,7 @@ import numpy as np
 import sympy as sp
 
 from codegen import ir
-from codegen.printer import IsNan
+from codegen.functions import IsNan
 
 from ..core import dtypes
 from ..core.graph import Node

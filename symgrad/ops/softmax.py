@@ -8,7 +8,7 @@ import numpy as np
 import sympy as sp
 
 from codegen import ir
-from codegen.printer import IsInf
+from codegen.functions import IsInf
 
 from ..core.graph import Node
 from .base import A, OpDef, apply, call_expr, dims_text, register

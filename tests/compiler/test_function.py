@@ -6,7 +6,7 @@ import pytest
 import scipy.optimize as so
 
 import symgrad as sg
-from codegen.cache import jit_stats
+from codegen.numba_cache import jit_stats
 from symgrad.compiler.function import STATS
 
 

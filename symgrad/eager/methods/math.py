@@ -23,6 +23,7 @@ class MathMethods:
     """``Tensor``'s arithmetic operators, elementwise math, comparisons, logical and bitwise ops, matmul."""
 
     __slots__ = ()
+    __hash__ = object.__hash__  # defining __eq__ (elementwise) would otherwise make tensors unhashable
 
     def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
         return _binary("add", self, other, alpha=alpha)

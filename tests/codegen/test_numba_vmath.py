@@ -1,4 +1,4 @@
-"""``codegen.vmath``: vectorisable exp/log/log1p/sin/cos/tanh are within 1 ulp of the exact value, NaN
+"""``codegen.numba.vmath``: vectorisable exp/log/log1p/sin/cos/tanh are within 1 ulp of the exact value, NaN
 outside their domain, vectorised by LLVM, and ``inline`` reproduces the jitted helpers bit for bit.
 
 The oracle is mpmath at 120 bits (correctly rounded to float64); numpy's libm is checked on the same
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 import pytest
 
-from codegen import vmath
+from codegen.numba import vmath
 
 MP = {"exp": mpmath.exp, "log": mpmath.log, "log1p": mpmath.log1p, "sin": mpmath.sin, "cos": mpmath.cos,
       "tanh": mpmath.tanh}

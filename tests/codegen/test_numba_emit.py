@@ -1,4 +1,4 @@
-"""``codegen.numba_emit``: fused numba kernels agree with the numpy emission of the same IR.
+"""``codegen.numba``: fused numba kernels agree with the numpy emission of the same IR.
 
 Kernels are built by hand (``codegen.ir``) and by the real pipeline (``symgrad.lower.lower`` on a
 forward graph plus ``symgrad.autodiff.backward_graph``), emitted with both ``emit_numpy`` and
@@ -21,7 +21,7 @@ import symgrad as sg
 from codegen import cache as cg_cache
 from codegen import emit_numpy, load_kernel
 from codegen.ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, Param, Reduce, Reshape, Transpose
-from codegen.numba_emit import emit_numba
+from codegen.numba import emit_numba
 from symgrad.core.graph import Node, toposort
 from symgrad.derive.reverse import backward_graph
 from symgrad.derive.simplify import simplify_graph
@@ -31,7 +31,7 @@ from symgrad.ops import source as _src
 RTOL = {"float64": 1e-12, "float32": 1e-5}
 ATOL = {"float64": 1e-13, "float32": 1e-6}
 DTYPES = ("float64", "float32")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -401,8 +401,8 @@ def test_deterministic_text():
     here = _all_hand_sources()
     assert here == _all_hand_sources()
     # another process, another string hash seed: the same bytes
-    code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]; import test_codegen_numba as t; "
-            "sys.stdout.write(t._all_hand_sources())")
+    code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests' / 'codegen')!r}]; "
+            "import test_numba_emit as t; sys.stdout.write(t._all_hand_sources())")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
                          timeout=120)
@@ -661,7 +661,7 @@ def test_batched_matmul_is_not_emitted():
         emit_numba(kernel)
 
 
-# =========================================================================== vectorised transcendentals (codegen.vmath)
+# ==================================================================== vectorised transcendentals (codegen.numba.vmath)
 
 def _w2_torch(x, y):
     import torch
@@ -701,7 +701,7 @@ def _check_vs_torch(case: str, arrays: list, got: tuple, rtol: float) -> None:
 ])
 @pytest.mark.parametrize("case", sorted(VECTOR))
 def test_vector_math_values_and_grads(case, sizes, kw, dt, vector):
-    """Kernels whose transcendentals are computed by ``codegen.vmath``: values and gradients equal
+    """Kernels whose transcendentals are computed by ``codegen.numba.vmath``: values and gradients equal
     torch (float64 rtol 1e-10, float32 2e-5) and the kernel of the same IR with numpy's scalar
     functions; float32 outputs stay float32."""
     f = VECTOR[case][0]
@@ -812,8 +812,8 @@ def test_deep_chain_emits_without_inlining_blowup():
     path must give up (bounded tree walk) and the general emitter keep temporaries."""
     import importlib
 
-    from codegen.numba_emit import emit_numba
-    from codegen.numba_stencil import MAX_TREE, _too_big
+    from codegen.numba import emit_numba
+    from codegen.numba.stencil import MAX_TREE, _too_big
 
     def chain(x):
         h = x

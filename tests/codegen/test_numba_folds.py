@@ -1,4 +1,4 @@
-"""``codegen.numba_reduce``: max/min/prod folds, argmax/argmin, cumsum and cat/stack in numba kernels.
+"""``codegen.numba.folds``: max/min/prod folds, argmax/argmin, cumsum and cat/stack in numba kernels.
 
 Hand-built IR is run through both emitters (numpy is the reference); real programs go through
 ``sg.value_and_grad`` twice (the second call runs the numba kernel) and are compared with torch.
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from test_codegen_numba import check
+from test_numba_emit import check
 
 import symgrad as sg
 from codegen import cache as cg_cache
 from codegen import load_kernel
 from codegen.ir import ArgReduce, Concat, CumSum, Elementwise, Kernel, Param, Reduce
-from codegen.numba_emit import emit_numba
+from codegen.numba import emit_numba
 
 DTYPES = ("float64", "float32")
 

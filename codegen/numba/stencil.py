@@ -1,11 +1,12 @@
 """One-pass numba kernels for 1-d stencils: shifted slices and their scatter-add adjoints.
 
-``emit_stencil(kernel, parallel_threshold)`` returns the source of a module with the calling
-convention of ``numba_emit.emit_numba``, or ``None`` when the kernel is not a 1-d stencil (then the
-general loop-nest emitter takes it). A kernel qualifies when it shifts (a step-1 slice ``x[a:-b]``
-or its adjoint, an ``IndexAdd`` into such a slice) and everything in it is 0-d or 1-d over one
-base extent ``n0`` (the first 1-d param's length): elementwise statements, full sum/mean
-reductions, broadcasts and reshapes of scalars, such slices and scatters; one float dtype.
+``emit_stencil(kernel, parallel_threshold, out_params)`` returns the source of a module with the
+calling convention of ``emit.emit_numba`` (and its ``out=`` form), or ``None`` when the kernel is
+not a 1-d stencil (then the general loop-nest emitter takes it). A kernel qualifies when it
+shifts (a step-1 slice ``x[a:-b]`` or its adjoint, an ``IndexAdd`` into such a slice) and
+everything in it is 0-d or 1-d over one base extent ``n0`` (the first 1-d param's length):
+elementwise statements, full sum/mean reductions, broadcasts and reshapes of scalars, such slices
+and scatters; one float dtype (``STATEMENTS`` lists the statement types taken).
 
 How: every 1-d value of extent ``n0 + d`` (``d`` a constant, checked at run time) is a SymPy
 expression of its own element index ``i``, whose leaves read params at ``i + offset``. A slice
@@ -20,13 +21,16 @@ evaluated and reads are clamped into the array (a guard that fails discards the 
 """
 from __future__ import annotations
 
-import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .ir import Broadcast, Elementwise, Index, IndexAdd, Kernel, Reduce, Reshape, Transpose
-from .names import comment
+from .. import ir
+from ..cse import has_ops
+from ..names import comment, fresh
+from .printer import NumbaPrinter
+from .render import HEADER, PARALLEL_CHUNKS, RADD, bind_outputs, caller_array
 
 __all__ = ["emit_stencil"]
 
@@ -60,26 +64,20 @@ MAX_TREE = 400
 
 
 def _too_big(e: sp.Expr, limit: int = MAX_TREE) -> bool:
-    seen, stack = 0, [e]
-    while stack:
-        x = stack.pop()
-        if x.args:
-            seen += 1
-            if seen > limit:
-                return True
-            stack.extend(x.args)
-    return False
+    return has_ops(e, limit + 1)
 
 
 def _lit(text: str) -> sp.Expr | None:
-    m = re.fullmatch(r"\s*(?:numpy\.asarray\()?\s*([-+0-9.eE]+)\s*\)?\s*", text)
-    return sp.sympify(m.group(1)) if m else None
+    """The number an operand that is not a name stands for (booleans are not taken here)."""
+    lit = ir.literal(text)
+    return sp.sympify(lit) if lit is not None and lit not in ("True", "False") else None
 
 
 class _Stencil:
-    def __init__(self, k: Kernel, threshold: int) -> None:
+    def __init__(self, k: ir.Kernel, threshold: int, out_params: Sequence[int] = ()) -> None:
         self.k = k
         self.threshold = threshold
+        self.out_params = tuple(out_params)
         self.vals: dict[str, _V] = {}
         self.reads: dict[tuple, sp.Symbol] = {}       # (param, offset) -> symbol
         self.read_of: dict[sp.Symbol, tuple] = {}
@@ -98,11 +96,7 @@ class _Stencil:
 
     # ------------------------------------------------------------------ symbols
     def fresh(self, want: str) -> str:
-        name = want
-        while name in self.taken:
-            name += "_"
-        self.taken.add(name)
-        return name
+        return fresh(want, self.taken)
 
     def read(self, param: str, off: int) -> sp.Symbol:
         key = (param, off)
@@ -183,12 +177,12 @@ class _Stencil:
         if self.base is None:
             raise _No("no 1-d param")
         for st in self.k.body:
-            getattr(self, "st_" + type(st).__name__.lower(), self.unknown)(st)
+            take = STATEMENTS.get(type(st))
+            if take is None:
+                raise _No(f"a {type(st).__name__} statement")
+            take(self, st)
         if not self.shifts:
             raise _No("nothing shifts")
-
-    def unknown(self, st: object) -> None:
-        raise _No(type(st).__name__)
 
     def float_dtype(self, dt: str) -> None:
         if not dt.startswith("float") or (self.dtype is not None and dt != self.dtype):
@@ -207,7 +201,7 @@ class _Stencil:
             raise _No("rank > 1")
         return len(nd)
 
-    def st_elementwise(self, st: Elementwise) -> None:
+    def st_elementwise(self, st: ir.Elementwise) -> None:
         rank = self.rank_of(tuple(st.shape))
         rep, d = {}, None
         for s in st.expr.free_symbols:
@@ -228,7 +222,7 @@ class _Stencil:
         self.float_dtype(st.dtype)
         self.vals[st.target] = _V(1, e, d, self.stage_of(e))
 
-    def st_reduce(self, st: Reduce) -> None:
+    def st_reduce(self, st: ir.Reduce) -> None:
         a = self.lookup(st.arg)
         if a.rank == 0:
             self.vals[st.target] = a
@@ -240,7 +234,7 @@ class _Stencil:
         self.passes.setdefault(stage, _Pass()).roots.append((st.kind, acc, a.expr, a.d, st.note))
         self.scalar(st.target, sp.Symbol(acc, real=True), stage + 1, st.note)
 
-    def st_size(self, st: object) -> None:
+    def st_size(self, st: ir.Size) -> None:
         """``Size``: a count of the argument's extents (``mean``'s n), read at run time."""
         a = self.lookup(st.arg)
         if a.rank == 1 and a.d is None:
@@ -250,16 +244,16 @@ class _Stencil:
         self.pre.append(f"    {var} = numpy.{st.dtype}({count})  # {comment(st.note or 'size', 60)}")
         self.vals[st.target] = _V(0, sp.Symbol(var, real=True))
 
-    def st_reshape(self, st: Reshape) -> None:
+    def st_reshape(self, st: ir.Reshape) -> None:
         a = self.lookup(st.arg)
         if self.rank_of(tuple(st.shape)) != a.rank:
             raise _No("a reshape that changes the rank")
         self.vals[st.target] = a
 
-    def st_transpose(self, st: Transpose) -> None:
+    def st_transpose(self, st: ir.Transpose) -> None:
         self.st_reshape(st)  # 0-d and 1-d: the identity
 
-    def st_broadcast(self, st: Broadcast) -> None:
+    def st_broadcast(self, st: ir.Broadcast) -> None:
         a = self.lookup(st.arg)
         rank = self.rank_of(tuple(st.shape))
         if rank == a.rank:
@@ -278,7 +272,7 @@ class _Stencil:
             raise _No("a slice that is not [a:-b] with step 1")
         return int(start or 0), -int(stop or 0)
 
-    def st_index(self, st: Index) -> None:
+    def st_index(self, st: ir.Index) -> None:
         a = self.lookup(st.arg)
         if a.rank != 1 or a.d is None:
             raise _No("index of a scalar")
@@ -288,7 +282,7 @@ class _Stencil:
         self.shifts = self.shifts or start > 0 or cut > 0
         self.vals[st.target] = _V(1, self.shift(a.expr, start), a.d - start - cut, a.stage)
 
-    def st_indexadd(self, st: IndexAdd) -> None:
+    def st_indexadd(self, st: ir.IndexAdd) -> None:
         g = self.lookup(st.arg)
         if g.rank != 1 or g.d is None or self.rank_of(tuple(st.shape)) != 1:
             raise _No("scatter of a scalar")
@@ -337,12 +331,9 @@ class _Stencil:
         return f"numpy.{self.dtype}"
 
     def render(self) -> str:
-        from .numba_emit import HEADER, PARALLEL_CHUNKS, RADD, NumbaPrinter
-
-        self.Printer, self.CHUNKS = NumbaPrinter, PARALLEL_CHUNKS
         dt = self.np_dt()
         body: list[str] = []
-        allocs: list[str] = []
+        allocs: list[tuple[str, str]] = []      # (output array, its allocation)
         done: set[str] = set()
         parallel = False
         cse_n = [0]
@@ -367,7 +358,7 @@ class _Stencil:
                     e = sp.Piecewise((e, self.guard("lt", d)), (0, True))
                 exprs.append(e)
                 if kind == "out":
-                    allocs.append(f"    {name} = numpy.empty((max({self.ext(d)}, 0),), {dt})")
+                    allocs.append((name, f"    {name} = numpy.empty((max({self.ext(d)}, 0),), {dt})"))
                 else:
                     body.append(f"    {name} = {dt}(0.0)")
             used = set().union(*(e.free_symbols for e in exprs))
@@ -415,7 +406,10 @@ class _Stencil:
                     body.append(f"    {name} = {name} / {dt}(max({self.ext(d)}, 0))")
         emit_scalars(1 << 30)
         ret = [f"{dt}({code})" if kind == "scalar" else code for kind, code in self.outs]
-        args = ", ".join(p.name for p in self.k.params)
+        own = {name for name, _ in allocs}
+        outs, bound = bind_outputs([code if kind == "array" else None for kind, code in self.outs],
+                                   self.out_params, self.fresh, own.__contains__)
+        args = ", ".join([p.name for p in self.k.params] + outs)
         flags = ["cache=True", 'error_model="numpy"'] + (["parallel=True"] if parallel else [])
         doc = comment(self.k.doc) if self.k.doc else f"kernel {self.k.name}"
         lines = [f"@numba.njit({', '.join(flags)})", f"def {self.k.name}({args}):",
@@ -427,7 +421,8 @@ class _Stencil:
             lines += self.pre
         if allocs:
             lines.append("    # outputs")
-            lines += allocs
+            for name, line in allocs:
+                lines += caller_array(name, bound[name], False) if name in bound else [line]
         lines += body
         lines.append(f"    return ({', '.join(ret)}{',' if len(ret) == 1 else ''})")
         src = HEADER + (RADD if self.radd else "")
@@ -462,7 +457,7 @@ class _Stencil:
                 yield sp.Symbol(self.fresh(f"c{cse_n[0]}"), real=True)
                 cse_n[0] += 1
         reps, exprs = sp.cse(exprs, symbols=temps(), order="canonical")
-        pr = self.Printer(names, self.dtype)
+        pr = NumbaPrinter(names, self.dtype)
         for s, e in reps:
             names[s.name] = s.name
             out.append(f"{pad}{s.name} = {pr.doprint(e)}")
@@ -477,12 +472,21 @@ class _Stencil:
                 out.append(f"{pad}{acc} = _radd({acc}, {code})  # {comment(note, 60)}")
 
 
-def emit_stencil(kernel: Kernel, parallel_threshold: int = 1 << 17) -> str | None:
-    """The one-pass stencil source of ``kernel``, or None if it is not a 1-d stencil."""
-    s = _Stencil(kernel, parallel_threshold)
+def emit_stencil(kernel: ir.Kernel, parallel_threshold: int = 1 << 17, out_params: Sequence[int] = ()) -> str | None:
+    """The one-pass stencil source of ``kernel`` (``out_params``: its ``out=`` form), or None if it is
+    not a 1-d stencil."""
+    s = _Stencil(kernel, parallel_threshold, out_params)
     try:
         s.build()
         s.plan_outputs()
     except _No:
         return None
     return s.render()
+
+
+#: How each statement type is taken (any other: not a stencil, the general emitter's).
+STATEMENTS: dict[type, Callable[[_Stencil, object], None]] = {
+    ir.Elementwise: _Stencil.st_elementwise, ir.Reduce: _Stencil.st_reduce, ir.Size: _Stencil.st_size,
+    ir.Reshape: _Stencil.st_reshape, ir.Transpose: _Stencil.st_transpose, ir.Broadcast: _Stencil.st_broadcast,
+    ir.Index: _Stencil.st_index, ir.IndexAdd: _Stencil.st_indexadd,
+}

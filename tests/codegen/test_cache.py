@@ -1,4 +1,5 @@
-"""``codegen.cache``: the on-disk cache of generated kernels survives damage, races and read-only folders.
+"""``codegen.cache`` (and ``codegen.numba_cache``): the on-disk cache of generated kernels survives damage,
+races and read-only folders.
 
 * Generated ``.py`` files are verified against their hash name before import; damaged ones are rebuilt.
 * numba's artefacts (``__pycache__/*.nbi`` / ``*.nbc``) are checksummed by the cache guard: damaged ones
@@ -16,7 +17,7 @@
   (``mkdir`` fails with ``NotADirectoryError``). The ``chmod 0555`` variant runs only where it
   actually stops writes (not root).
 
-Cold / warm figures for W2 are printed (``pytest -s -k w2 tests/test_codegen_cache.py``), not asserted.
+Cold / warm figures for W2 are printed (``pytest -s -k w2 tests/codegen/test_cache.py``), not asserted.
 """
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ import pytest
 
 import symgrad as sg
 from codegen import cache as cg_cache
-from codegen.cache import jit_stats, load_kernel, source_hash
+from codegen.cache import load_kernel, source_hash
+from codegen.numba_cache import jit_stats
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -294,7 +296,8 @@ def par(x):
 LIGHT_SCRIPT = r"""
 import json, sys
 import numpy as np
-from codegen.cache import jit_stats, load_kernel
+from codegen.cache import load_kernel
+from codegen.numba_cache import jit_stats
 src = open(sys.argv[1]).read()
 serial, _ = load_kernel(src, "serial", prefix="t_light")
 par, _ = load_kernel(src, "par", prefix="t_light")
@@ -360,7 +363,7 @@ lg.setLevel(logging.DEBUG)
 lg.addHandler(_H())
 import numpy as np
 import symgrad as sg
-from codegen.cache import jit_stats
+from codegen.numba_cache import jit_stats
 t_import = time.perf_counter()
 barrier = os.environ.get("SG_BARRIER")
 if barrier:                       # start compiling together with the other process

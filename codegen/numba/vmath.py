@@ -10,7 +10,7 @@ above 0.625 is ``1 - 2/(exp(2|x|) + 1)``, within 2 ulp.
 
 Each function is exact only on a *domain* (a finite argument not too large, a normal result) and
 returns NaN outside it, and for a NaN argument. The kernels that use them
-(``codegen.numba_emit``) sum the results of every call over a chunk of elements and, if the sum is
+(``codegen.numba``) sum the results of every call over a chunk of elements and, if the sum is
 NaN, compute that chunk again with numpy's scalar functions: the results are those functions'
 everywhere, to within the error bound above, and the special cases (infinities, NaN, huge
 arguments, subnormal results) are libm's.

@@ -1,6 +1,8 @@
 """The numba emitter's folds and scans: max/min/prod reductions, ``ArgReduce``, ``CumSum``, ``Concat``.
 
-Hooks called by ``numba_emit._Emitter`` (which owns the loop-nest planner):
+Planned through ``plan.Planner``'s interface and printed through ``render.Renderer``'s; ``emit``
+joins this module's tables with theirs: ``STATEMENTS`` (the statement types planned here),
+``REDUCTIONS`` (the ``Reduce`` kinds placed here) and ``OPS`` (the op kinds printed here).
 
 * ``plan_fold`` places a max/min/prod ``Reduce`` like a sum: a register accumulator when the reduced
   dims are the innermost loops (so a row max, the ``exp(x - max)`` after it and the row sum share
@@ -15,7 +17,7 @@ Hooks called by ``numba_emit._Emitter`` (which owns the loop-nest planner):
   and writing the result array (a scan adds the previous element along the axis in storage order,
   backwards for ``reverse``, so each element is numpy's sequential sum); the outer loop is a
   ``prange`` above the parallel threshold when it is not the scanned axis.
-* ``render`` prints the ops above; ``fold_identity`` is an accumulator's initial value.
+* ``OPS`` prints the ops above; ``fold_identity`` is an accumulator's initial value.
 
 A pass holding a fold over its outer loop (a full max, a column max) stays serial: the fold's
 partials would need their own combination after the ``prange``.
@@ -23,33 +25,31 @@ partials would need their own combination after the ``prange``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from .ir import ArgReduce, Concat, CumSum, Elementwise, Reduce, Reshape, Transpose
-from .names import comment
-
-FOLDS = ("max", "min", "prod")
-
-
-def _np(dtype: str) -> str:
-    return "numpy.bool_" if dtype in ("bool", "bool_") else f"numpy.{dtype}"
+from .. import ir
+from .maps import identity
+from .plan import Loop, Op, Planner, Val, chain_of
+from .printer import np_dtype
+from .render import Renderer, heading
 
 
 def fold_identity(kind: str, dtype: str) -> str:
     """The code of ``kind``'s initial accumulator value in ``dtype`` (argmax/argmin: of the value)."""
     top = kind in ("max", "argmax")
     if kind == "prod":
-        return f"{_np(dtype)}(1)" if dtype not in ("bool", "bool_") else "True"
+        return f"{np_dtype(dtype)}(1)" if dtype not in ("bool", "bool_") else "True"
     if dtype in ("bool", "bool_"):
         return "False" if top else "True"
     if dtype.startswith("float"):
-        return f"{_np(dtype)}({'-' if top else ''}numpy.inf)"
+        return f"{np_dtype(dtype)}({'-' if top else ''}numpy.inf)"
     info = np.iinfo(dtype)
     # the most negative int64 literal does not type as int64 in numba: write it as a difference
-    return f"{_np(dtype)}({int(info.min) + 1} - 1)" if top else f"{_np(dtype)}({int(info.max)})"
+    return f"{np_dtype(dtype)}({int(info.min) + 1} - 1)" if top else f"{np_dtype(dtype)}({int(info.max)})"
 
 
 def _better(kind: str, dtype: str, x: str, acc: str) -> str:
@@ -73,27 +73,13 @@ def _combine(kind: str, dtype: str, acc: str, x: str) -> str:
 # =========================================================================== planning
 
 
-def build_stmt(em: Any, st: Any) -> None:
-    """Plan an ``ArgReduce``, ``CumSum`` or ``Concat`` statement."""
-    if isinstance(st, ArgReduce):
-        arg_reduce(em, st)
-    elif isinstance(st, CumSum):
-        cum_sum(em, st)
-    elif isinstance(st, Concat):
-        concat(em, st)
-    else:
-        raise TypeError(f"emit_numba: no emission for {type(st).__name__}")
-
-
-def plan_fold(em: Any, st: Reduce, v: Any, a: Any, axes: list[int], rmap: list) -> None:
-    """Place ``st`` (max/min/prod) as a fold over ``a``: called instead of ``plan_reduce``."""
-    from .numba_emit import _chain, _identity, _Loop, _Op
-
+def plan_fold(em: Planner, st: ir.Reduce, v: Val, a: Val, axes: list[int], rmap: list) -> None:
+    """Place ``st`` (max/min/prod) as a fold over ``a``: the counterpart of ``Planner.plan_sum``."""
     nd = a.nondims
     red = [nd.index(d) for d in axes if a.shape[d] != 1]
     note = st.note or f"{v.name} = {st.kind}"
-    op = _Op("fold", note, a.shape, v, data={"cls": a.cls, "kind": st.kind, "adt": a.dtype})
-    op.reads = [em.read_of(a, _identity(len(a.shape)))]
+    op = Op("fold", note, a.shape, v, data={"cls": a.cls, "kind": st.kind, "adt": a.dtype})
+    op.reads = [em.read_of(a, identity(len(a.shape)))]
     if v.kind == "scalar":
         _scalar_fold(em, op, v, red[0], note, len(nd))
         return
@@ -101,37 +87,34 @@ def plan_fold(em: Any, st: Reduce, v: Any, a: Any, axes: list[int], rmap: list) 
     v.alloc = "empty"
     op.data.update(arr=v.arr, rmap=rmap)
     em.place(op, min_depth=len(nd))
-    root_item = _chain(op)[0]
-    if not isinstance(root_item, _Loop):  # pragma: no cover - a reduction has a loop
+    root_item = chain_of(op)[0]
+    if not isinstance(root_item, Loop):  # pragma: no cover - a reduction has a loop
         raise AssertionError("an array fold outside a loop")
     if 0 in red:
         root_item.unsafe = True           # iterations of the outer loop update the same elements
-    fill = _Op("fold_fill", "", (), v, data={"arr": v.arr, "kind": st.kind})
+    fill = Op("fold_fill", "", (), v, data={"arr": v.arr, "kind": st.kind})
     em.root.insert(em.root.pos(root_item), fill)
     v.arr_ready = root_item
 
 
-def _scalar_fold(em: Any, op: Any, v: Any, k: int, note: str, depth: int, index: Any = None) -> None:
+def _scalar_fold(em: Planner, op: Op, v: Val, k: int, note: str, depth: int, index: Any = None) -> None:
     """``op`` as a register fold whose loops from level ``k`` in are the reduced ones."""
-    from .numba_emit import _chain, _Op
-
-    acc = em.fresh(f"acc{em.n_radd}")
-    em.n_radd += 1
+    acc = em.accumulator()
     op.data["facc"] = acc
     result = acc
     if index is not None:
         result = em.fresh(f"{acc}_at")
         op.data.update(iacc=result, index=index)
     em.place(op, min_depth=depth)
-    chain = _chain(op)
+    chain = chain_of(op)
     loop = chain[k]
     parent = chain[k - 1] if k else None
     block = em.root if parent is None else parent.items
-    init = _Op("fold_init", "", (), v, data={"facc": acc, "iacc": op.data.get("iacc"), "kind": op.data["kind"],
+    init = Op("fold_init", "", (), v, data={"facc": acc, "iacc": op.data.get("iacc"), "kind": op.data["kind"],
                                              "adt": op.data["adt"]})
     init.parent = parent
     block.insert(block.pos(loop), init)
-    done = _Op("complete", note, (), v, data={"acc": result, "kind": op.data["kind"], "count": []})
+    done = Op("complete", note, (), v, data={"acc": result, "kind": op.data["kind"], "count": []})
     done.parent = parent
     v.var = v.name
     v.pending = (done, loop)
@@ -139,51 +122,47 @@ def _scalar_fold(em: Any, op: Any, v: Any, k: int, note: str, depth: int, index:
         chain[0].unsafe = True            # a fold over the outer loop: the pass stays serial
 
 
-def arg_reduce(em: Any, st: ArgReduce) -> None:
+def arg_reduce(em: Planner, st: ir.ArgReduce) -> None:
     """``argmax``/``argmin`` as an index fold; a dim other than the innermost is moved there by a view."""
-    from .numba_emit import _identity, _Op, _Val
-
     a = em.lookup(st.arg)
     nd = len(a.shape)
     shape = tuple(st.shape)
     axis = None if st.axis is None else int(st.axis) % nd
     reduced = [d for d in (range(nd) if axis is None else [axis]) if a.shape[d] != 1]
     if not reduced:                        # one candidate per result element: index 0
-        em.elementwise(Elementwise(st.target, sp.Integer(0), shape, "int64", st.note))
+        em.elementwise(ir.Elementwise(st.target, sp.Integer(0), shape, "int64", st.note))
         return
     if axis is not None and a.nondims[-1] != axis:
         perm = tuple(d for d in range(nd) if d != axis) + (axis,)
         moved = em.fresh(f"{st.target}_moved")
-        em.transpose(Transpose(moved, st.arg, perm, tuple(a.shape[d] for d in perm), a.dtype, st.note))
+        em.transpose(ir.Transpose(moved, st.arg, perm, tuple(a.shape[d] for d in perm), a.dtype, st.note))
         flat = em.fresh(f"{st.target}_flat") if st.keepdims else st.target
         kept = tuple(a.shape[d] for d in perm[:-1])
-        arg_reduce(em, ArgReduce(flat, st.kind, moved, nd - 1, False, kept, "int64", st.note))
+        arg_reduce(em, ir.ArgReduce(flat, st.kind, moved, nd - 1, False, kept, "int64", st.note))
         if st.keepdims:
-            em.reshape(Reshape(st.target, flat, shape, "int64", st.note))
+            em.reshape(ir.Reshape(st.target, flat, shape, "int64", st.note))
         return
     kept_cls = [a.cls[d] for d in range(nd) if d != axis] if axis is not None else []
     if st.keepdims and axis is not None:
         kept_cls.insert(axis, None)
     cls = tuple(None if s == 1 else c for s, c in zip(shape, kept_cls or [None] * len(shape)))
-    v = _Val(st.target, shape, "int64", "scalar", cls, frozenset(d for d, s in enumerate(shape) if s != 1))
+    v = Val(st.target, shape, "int64", "scalar", cls, frozenset(d for d, s in enumerate(shape) if s != 1))
     em.define(st.target, v)
     nds = a.nondims
     k = nds.index(reduced[0])
     note = st.note or f"{v.name} = {st.kind}"
 
     def place() -> None:
-        op = _Op("fold", note, a.shape, v, data={"cls": a.cls, "kind": st.kind, "adt": a.dtype})
-        op.reads = [em.read_of(a, _identity(nd))]
+        op = Op("fold", note, a.shape, v, data={"cls": a.cls, "kind": st.kind, "adt": a.dtype})
+        op.reads = [em.read_of(a, identity(nd))]
         _scalar_fold(em, op, v, k, note, len(nds), index=(axis, tuple(reduced)))
-    em.todo.append(place)
+    em.defer(place)
 
 
-def _standalone(em: Any, st: Any, cls: tuple, args: list[str], render: Any, **extra: Any) -> None:
+def _standalone(em: Planner, st: Any, cls: tuple, args: list[str], render: Callable[..., None], **extra: Any) -> None:
     """An array value made by a loop nest of its own (``render``), after the passes writing ``args``."""
-    from .numba_emit import _Op, _Val
-
     shape = tuple(st.shape)
-    v = _Val(st.target, shape, st.dtype, "array", cls, frozenset(d for d, s in enumerate(shape) if s != 1))
+    v = Val(st.target, shape, st.dtype, "array", cls, frozenset(d for d, s in enumerate(shape) if s != 1))
     vals = [em.lookup(x) for x in args]
     em.define(st.target, v)
     v.arr = em.fresh(f"{v.name}_arr")
@@ -191,23 +170,23 @@ def _standalone(em: Any, st: Any, cls: tuple, args: list[str], render: Any, **ex
 
     def place() -> None:
         srcs = [em.array_of(x) for x in vals]
-        op = _Op("custom", st.note or f"{v.name} = {type(st).__name__.lower()}", (), v,
+        op = Op("custom", st.note or f"{v.name} = {type(st).__name__.lower()}", (), v,
                  data={"cls": (), "srcs": srcs, "render": render, **extra,
                        "after": [s.arr_ready for s in srcs if s.kind != "param"]})
         for s in srcs:
             s.used = True
         em.place(op)
         v.arr_ready = op
-    em.todo.append(place)
+    em.defer(place)
 
 
-def cum_sum(em: Any, st: CumSum) -> None:
+def cum_sum(em: Planner, st: ir.CumSum) -> None:
     a = em.lookup(st.arg)
     cls = em.fresh_cls(tuple(st.shape), list(a.cls))
     _standalone(em, st, cls, [st.arg], _render_cumsum, axis=int(st.axis) % len(st.shape), reverse=st.reverse)
 
 
-def concat(em: Any, st: Concat) -> None:
+def concat(em: Planner, st: ir.Concat) -> None:
     shape = tuple(st.shape)
     cls: list = [None] * len(shape)
     for name in st.args:
@@ -228,32 +207,29 @@ def concat(em: Any, st: Concat) -> None:
 # =========================================================================== rendering
 
 
-def render(em: Any, op: Any, out: list[str], ind: int, partials: dict | None) -> None:
-    """Print one op of a kind this module adds."""
+def _render_fold_init(em: Renderer, op: Op, out: list[str], ind: int, partials: dict | None) -> None:
     pad = "    " * ind
-    v = op.val
-    if op.kind == "fold_init":
-        out.append(f"{pad}{op.data['facc']} = {fold_identity(op.data['kind'], _acc_dtype(op, v))}")
-        if op.data.get("iacc"):
-            out.append(f"{pad}{op.data['iacc']} = numpy.int64(0)")
-    elif op.kind == "fold_fill":
-        out.append(f"{pad}{op.data['arr']}[...] = {fold_identity(op.data['kind'], v.dtype)}")
-    elif op.kind == "fold":
-        _render_fold(em, op, out, pad)
-    elif op.kind == "custom":
-        if op.note:
-            out.append(f"{pad}# {comment(op.note)}")
-        op.data["render"](em, op, out, ind)
+    out.append(f"{pad}{op.data['facc']} = {fold_identity(op.data['kind'], _acc_dtype(op, op.val))}")
+    if op.data.get("iacc"):
+        out.append(f"{pad}{op.data['iacc']} = numpy.int64(0)")
 
 
-def _acc_dtype(op: Any, v: Any) -> str:
+def _render_fold_fill(em: Renderer, op: Op, out: list[str], ind: int, partials: dict | None) -> None:
+    out.append(f"{'    ' * ind}{op.data['arr']}[...] = {fold_identity(op.data['kind'], op.val.dtype)}")
+
+
+def _render_custom(em: Renderer, op: Op, out: list[str], ind: int, partials: dict | None) -> None:
+    heading(out, "    " * ind, op.note)
+    op.data["render"](em, op, out, ind)
+
+
+def _acc_dtype(op: Op, v: Val) -> str:
     return op.data["adt"] if op.data["kind"] in ("argmax", "argmin") else v.dtype
 
 
-def _render_fold(em: Any, op: Any, out: list[str], pad: str) -> None:
-    v, kind = op.val, op.data["kind"]
-    if op.note:
-        out.append(f"{pad}# {comment(op.note)}")
+def _render_fold(em: Renderer, op: Op, out: list[str], ind: int, partials: dict | None) -> None:
+    pad, v, kind = "    " * ind, op.val, op.data["kind"]
+    heading(out, pad, op.note)
     src = em.read_code(op, op.reads[0])
     x = em.fresh("fx")
     if kind in ("argmax", "argmin"):
@@ -269,7 +245,7 @@ def _render_fold(em: Any, op: Any, out: list[str], pad: str) -> None:
         out.append(f"{pad}    {at} = numpy.int64({idx})")
         return
     if op.data["adt"] != v.dtype:
-        src = f"{_np(v.dtype)}({src})"
+        src = f"{np_dtype(v.dtype)}({src})"
     out.append(f"{pad}{x} = {src}")
     if "facc" in op.data:
         acc = op.data["facc"]
@@ -282,11 +258,11 @@ def _render_fold(em: Any, op: Any, out: list[str], pad: str) -> None:
     out.append(f"{pad}{op.data['arr']}[{idx}] = {_combine(kind, v.dtype, cur, x)}")
 
 
-def _src_name(s: Any) -> str:
+def _src_name(s: Val) -> str:
     return s.name if s.kind == "param" else s.arr
 
 
-def _nest(em: Any, shape: tuple, cls: tuple, out: list[str], ind: int, first_parallel: bool,
+def _nest(em: Renderer, shape: tuple, cls: tuple, out: list[str], ind: int, first_parallel: bool,
           reverse_dim: int | None = None) -> tuple[list[str], str]:
     """Open loops over the non-1 dims of ``shape``: (index code per dim, the inner padding)."""
     codes, pad = [], "    " * ind
@@ -301,7 +277,7 @@ def _nest(em: Any, shape: tuple, cls: tuple, out: list[str], ind: int, first_par
         if d == reverse_dim:
             rng = f"range({n} - 1, -1, -1)"
         elif opened == 0 and first_parallel and total >= em.threshold:
-            em.parallel = True
+            em.mark_parallel()
             rng = f"numba.prange({n})"
         else:
             rng = f"range({n})"
@@ -312,7 +288,7 @@ def _nest(em: Any, shape: tuple, cls: tuple, out: list[str], ind: int, first_par
     return codes, pad
 
 
-def _render_cumsum(em: Any, op: Any, out: list[str], ind: int) -> None:
+def _render_cumsum(em: Renderer, op: Op, out: list[str], ind: int) -> None:
     v = op.val
     st_axis, reverse = op.data["axis"], op.data["reverse"]
     (src,) = op.data["srcs"]
@@ -320,7 +296,7 @@ def _render_cumsum(em: Any, op: Any, out: list[str], ind: int) -> None:
     outer = next((d for d, s in enumerate(shape) if s != 1), None)
     codes, pad = _nest(em, shape, v.cls, out, ind, outer != st_axis, st_axis if reverse else None)
     read = f"{_src_name(src)}[{', '.join(codes)}]" if shape else f"{_src_name(src)}[()]"
-    x = f"{_np(v.dtype)}({read})"
+    x = f"{np_dtype(v.dtype)}({read})"
     if shape[st_axis] == 1:
         out.append(f"{pad}{v.arr}[{', '.join(codes)}] = {x}")
         return
@@ -334,7 +310,7 @@ def _render_cumsum(em: Any, op: Any, out: list[str], ind: int) -> None:
     out.append(f"{pad}    {v.arr}[{', '.join(codes)}] = {v.arr}[{', '.join(prev)}] + {x}")
 
 
-def _render_concat(em: Any, op: Any, out: list[str], ind: int) -> None:
+def _render_concat(em: Renderer, op: Op, out: list[str], ind: int) -> None:
     v, axis, stack = op.val, op.data["axis"], op.data["stack"]
     offset = "0"
     for s in op.data["srcs"]:
@@ -355,5 +331,19 @@ def _render_concat(em: Any, op: Any, out: list[str], ind: int) -> None:
             wr[axis] = offset
         else:
             wr[axis] = codes[axis] if offset == "0" else f"{offset} + {codes[axis]}"
-        out.append(f"{pad}{v.arr}[{', '.join(wr)}] = {_np(v.dtype)}({read})")
+        out.append(f"{pad}{v.arr}[{', '.join(wr)}] = {np_dtype(v.dtype)}({read})")
         offset = step if offset == "0" else f"{offset} + {step}"
+
+
+#: The statement types planned here.
+STATEMENTS: dict[type, Callable[[Planner, Any], None]] = {
+    ir.ArgReduce: arg_reduce, ir.CumSum: cum_sum, ir.Concat: concat,
+}
+
+#: The ``Reduce`` kinds placed here (sum and mean are the planner's own).
+REDUCTIONS: dict[str, Callable[..., None]] = {"max": plan_fold, "min": plan_fold, "prod": plan_fold}
+
+#: How the op kinds placed here are printed.
+OPS: dict[str, Callable[..., None]] = {
+    "fold": _render_fold, "fold_init": _render_fold_init, "fold_fill": _render_fold_fill, "custom": _render_custom,
+}

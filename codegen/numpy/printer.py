@@ -1,0 +1,108 @@
+"""SymPy → numpy source: SymPy's NumPyPrinter with the few cases kernels print differently."""
+from __future__ import annotations
+
+import numpy
+import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
+
+
+class KernelPrinter(NumPyPrinter):
+    """Prints scalar expressions that act elementwise on numpy arrays.
+
+    Numbers print as Python literals (weakly typed, so float32 stays float32), two-branch
+    ``Piecewise`` as ``numpy.where``, ``Max``/``Min`` as nested ``numpy.maximum``/``minimum``.
+    """
+
+    printmethod = "_symgrad_numpycode"
+
+    def __init__(self, settings: dict | None = None) -> None:
+        super().__init__({"fully_qualified_modules": True, "order": "none", **(settings or {})})
+
+    def _print_Float(self, expr: sp.Float) -> str:
+        return repr(float(expr))
+
+    def _print_Rational(self, expr: sp.Rational) -> str:
+        return repr(float(expr))
+
+    def _print_Half(self, expr: sp.Expr) -> str:
+        return "0.5"
+
+    def _print_NumberSymbol(self, expr: sp.Expr) -> str:
+        return repr(float(expr))
+
+    _print_Pi = _print_Exp1 = _print_NumberSymbol
+
+    def _print_Infinity(self, expr: sp.Expr) -> str:
+        return "numpy.inf"
+
+    def _print_NegativeInfinity(self, expr: sp.Expr) -> str:
+        return "(-numpy.inf)"
+
+    def _print_NaN(self, expr: sp.Expr) -> str:
+        return "numpy.nan"
+
+    def _print_Piecewise(self, expr: sp.Piecewise) -> str:
+        out = None
+        for value, cond in reversed(expr.args):
+            if out is None:
+                if cond != sp.true:
+                    out = "numpy.nan"
+                else:
+                    out = self._print(value)
+                    continue
+            out = f"numpy.where({self._print(cond)}, {self._print(value)}, {out})"
+        return out
+
+    def _minmax(self, expr: sp.Expr, fn: str) -> str:
+        args = [self._print(a) for a in expr.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"numpy.{fn}({out}, {a})"
+        return out
+
+    def _print_Max(self, expr: sp.Expr) -> str:
+        return self._minmax(expr, "maximum")
+
+    def _print_Min(self, expr: sp.Expr) -> str:
+        return self._minmax(expr, "minimum")
+
+    def _logical(self, expr: sp.Expr, fn: str) -> str:
+        # SymPy's ``numpy.logical_and.reduce((a, b))`` stacks its operands and fails on broadcasting shapes
+        args = [self._print(a) for a in expr.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"numpy.{fn}({out}, {a})"
+        return out
+
+    def _print_And(self, expr: sp.Expr) -> str:
+        return self._logical(expr, "logical_and")
+
+    def _print_Or(self, expr: sp.Expr) -> str:
+        return self._logical(expr, "logical_or")
+
+    def _print_erf(self, expr: sp.Expr) -> str:
+        # numpy has no erf: generated numpy kernels import scipy.special when they use it (``emit_numpy``)
+        self.module_imports["scipy.special"].add("erf")
+        return f"scipy.special.erf({self._print(expr.args[0])})"
+
+    def _print_erfc(self, expr: sp.Expr) -> str:
+        self.module_imports["scipy.special"].add("erfc")
+        return f"scipy.special.erfc({self._print(expr.args[0])})"
+
+    def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
+        base, e = expr.args
+        if e == -1:
+            return f"(1.0/{self.parenthesize(base, 1000)})"
+        if e == 2 and not base.is_Number:
+            b = self.parenthesize(base, 1000)
+            return f"({b}*{b})" if base.is_Symbol else f"{b}**2"
+        return super()._print_Pow(expr, rational)
+
+
+def namespace(expr: sp.Expr) -> dict:
+    """The modules this printer's code for ``expr`` refers to, for ``lambdify``: numpy, and scipy when it
+    calls ``erf``/``erfc`` (imported only then: ``import symgrad`` never imports scipy)."""
+    if expr.has(sp.erf, sp.erfc):
+        import scipy.special  # deferred: scipy is heavy, and only kernels calling erf/erfc need it
+        return {"numpy": numpy, "scipy": scipy}
+    return {"numpy": numpy}

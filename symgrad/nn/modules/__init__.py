@@ -1,0 +1,32 @@
+"""torch.nn's module classes."""
+from __future__ import annotations
+
+from .activation import (
+    ELU,
+    GELU,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .dropout import Dropout
+from .flatten import Flatten, Unflatten
+from .linear import Bilinear, Identity, Linear
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
+from .module import Module
+from .sparse import Embedding
+
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
+           "Linear", "Bilinear", "Flatten", "Unflatten", "Embedding", "Dropout", "ReLU", "Sigmoid", "Tanh",
+           "Softmax", "LogSoftmax", "Softplus", "SiLU", "GELU", "ELU", "LeakyReLU", "LogSigmoid", "Hardtanh",
+           "ReLU6", "Mish", "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+           "NLLLoss", "CrossEntropyLoss"]

@@ -1,0 +1,140 @@
+"""Loss modules over ``sg.nn.functional``'s losses, with torch's options (``weight`` / ``pos_weight`` are
+buffers, as in torch)."""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ...eager.tensor import Tensor
+from .. import functional as F
+from .module import Module
+
+__all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "NLLLoss",
+           "CrossEntropyLoss"]
+
+
+def _legacy_reduction(size_average: Any, reduce: Any) -> str:
+    """torch's ``_Reduction.legacy_get_string``, with its deprecation warning."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else ("sum" if reduce else "none")
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                  stacklevel=3)
+    return ret
+
+
+class _Loss(Module):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            self.reduction = _legacy_reduction(size_average, reduce)
+        else:
+            self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error."""
+
+    __constants__ = ["reduction"]
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class MSELoss(_Loss):
+    """Mean squared error."""
+
+    __constants__ = ["reduction"]
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Squared error below ``beta``, absolute error above."""
+
+    __constants__ = ["reduction"]
+
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Squared error below ``delta``, ``delta``-scaled absolute error above."""
+
+    __constants__ = ["reduction", "delta"]
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities."""
+
+    __constants__ = ["reduction"]
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy of logits (``pos_weight``: weight of the positive class)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
+                                                  reduction=self.reduction)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log likelihood of class indices, given log-probabilities."""
+
+    __constants__ = ["ignore_index", "reduction"]
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
+                 reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of logits against class indices or class probabilities."""
+
+    __constants__ = ["ignore_index", "reduction", "label_smoothing"]
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
+                 reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
