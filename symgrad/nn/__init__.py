@@ -6,4 +6,4 @@ from . import functional, init  # noqa: F401
 from .hooks import RemovableHandle  # noqa: F401
 from .modules import *  # noqa: F403
 from .modules.module import register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
-from .parameter import Parameter  # noqa: F401
+from .parameter import Buffer, Parameter  # noqa: F401

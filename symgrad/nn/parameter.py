@@ -8,7 +8,7 @@ import numpy as np
 from ..eager import functional
 from ..eager.tensor import Tensor
 
-__all__ = ["Parameter"]
+__all__ = ["Parameter", "Buffer"]
 
 
 class Parameter(Tensor):
@@ -42,6 +42,20 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     __str__ = __repr__
+
+
+class Buffer(Tensor):
+    """``torch.nn.Buffer``: a tensor that a ``Module`` registers as a buffer when it is assigned as an
+    attribute (``persistent=False``: left out of ``state_dict``). It shares ``data``'s storage and keeps its
+    ``requires_grad``; unlike torch's (a plain ``Tensor`` flagged as a buffer) its type is ``Buffer``."""
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        if data is None:
+            data = functional.empty(0)
+        src = data.detach()
+        super().__init__(src._data, _version=src._version)
+        self.requires_grad_(data.requires_grad)
+        self.persistent = persistent
 
 
 def _rebuild_parameter(arr: np.ndarray, requires_grad: bool) -> Parameter:

@@ -266,7 +266,28 @@ ERRORS: list[tuple[str, Any]] = [
     ("moduledict update", lambda lib: lib.nn.ModuleDict().update([("a", lib.nn.ReLU(), 1)])),
     ("parameterdict key", lambda lib: lib.nn.ParameterDict()[1]),
     ("parameter int", lambda lib: lib.nn.Parameter(lib.tensor([1, 2]))),
+    ("to cuda", lambda lib: lib.nn.Linear(1, 1).to("cuda")),
+    ("to cuda keyword", lambda lib: lib.nn.Linear(1, 1).to(device="cuda:0", dtype=lib.float64)),
+    ("cuda", lambda lib: lib.nn.Linear(1, 1).cuda()),
+    ("buffer existing attribute", lambda lib: setattr(lib.nn.Linear(1, 1), "forward", lib.nn.Buffer(lib.ones(1)))),
 ]
+
+
+def test_buffer_assignment():
+    res = []
+    for lib in (sg, torch):
+        m = lib.nn.Linear(2, 2)
+        m.a = lib.nn.Buffer(lib.ones(2))
+        m.b = lib.nn.Buffer(lib.zeros(1, requires_grad=True), persistent=False)
+        m.b = lib.ones(3)  # still a non-persistent buffer
+        m.double()
+        res.append([list(m.state_dict()), names(m.named_buffers()), repr(m.a), m.b.dtype.is_floating_point,
+                    str(m.a.dtype), m.b.shape])
+        src = lib.ones(2)
+        buf = lib.nn.Buffer(src)
+        src.add_(1)
+        res[-1].append(repr(buf))
+    assert res[0] == res[1]
 
 
 @pytest.mark.parametrize("name,fn", ERRORS, ids=[e[0] for e in ERRORS])

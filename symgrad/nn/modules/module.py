@@ -17,7 +17,7 @@ from ...core.dtypes import DType
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
 from ..hooks import RemovableHandle
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
 
@@ -338,11 +338,13 @@ class Module:
                 modules[name] = value
             else:
                 buffers = d.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Buffer) or buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                         "(torch.nn.Buffer, torch.Tensor or None expected)")
-                    self.register_buffer(name, value, name not in self._non_persistent_buffers_set)
+                    persistent = value.persistent if isinstance(value, Buffer) else \
+                        name not in self._non_persistent_buffers_set
+                    self.register_buffer(name, value, persistent)
                 else:
                     super().__setattr__(name, value)
 
