@@ -524,10 +524,11 @@ def _fma64_numpy(a: Any, b: Any, c: Any) -> np.ndarray:
         for i in zip(*np.nonzero(bad)):
             x, y, z = float(a[i]), float(b[i]), float(c[i])
             if math.isfinite(x) and math.isfinite(y) and math.isfinite(z):
+                exact = Fraction(x) * Fraction(y) + Fraction(z)
                 try:
-                    r[i] = float(Fraction(x) * Fraction(y) + Fraction(z))
+                    r[i] = float(exact)  # correctly rounded
                 except OverflowError:
-                    r[i] = math.copysign(math.inf, Fraction(x) * Fraction(y) + Fraction(z))
+                    r[i] = math.inf if exact > 0 else -math.inf
             else:
                 r[i] = x * y + z
     return r
@@ -963,7 +964,7 @@ def uniform(gen: Generator, shape: Any, dtype: Any = np.float32, low: float = 0.
             v = x * (t - f) + f
         v = v.astype(dt)
         to_s, from_s = _to_dtype(np.array(high), dt), _to_dtype(np.array(low), dt)
-    if not (low == 0.0 and high == 1.0):  # rand() never reaches 1
+    if not (low == 0.0 and high == 1.0 and dt.name != "float16"):  # float32/64 rand() never reaches 1
         v = np.where(v == to_s, from_s, v).astype(dt)  # a value rounded up to `to` is replaced by `from`
     return v.reshape(shape)
 
@@ -1368,7 +1369,7 @@ def bernoulli(gen: Generator, p: Any, shape: Any = None, dtype: Any = None) -> n
     p = float(p)
     if not 0.0 <= p <= 1.0:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
-    dt = _F32 if dtype is None else _dtype(dtype)
+    dt = np.dtype(_F32) if dtype is None else _dtype(dtype)
     if dt.kind == "c" or dt.name in ("uint16", "uint32", "uint64"):
         raise _not_implemented("bernoulli_scalar_cpu_", dt)
     shape = _shape(() if shape is None else shape)
