@@ -388,7 +388,8 @@ def register_leaf(t: Any) -> None:
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
 
     >>> import symgrad as sg
@@ -396,6 +397,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     >>> sg.autograd.grad(x ** 3, x)
     (tensor(12.),)
     """
+    if is_grads_batched:
+        raise NotImplementedError("symgrad: autograd.grad(is_grads_batched=True) is not supported; use sg.func.vmap")
     outputs = [outputs] if isinstance(outputs, TensorBase) else list(outputs)
     single = isinstance(inputs, TensorBase)
     inputs = [inputs] if single else list(inputs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
@@ -16,6 +17,8 @@ from ..core.dtypes import DType
 from ..core.graph import Node
 from ..ops import normalize_dims
 from ..ops import source as _src
+from .device import CPU, device
+from .device import check as check_device
 from .printing import tensor_repr
 
 if TYPE_CHECKING:
@@ -108,9 +111,13 @@ class TensorBase:
 
     __array_priority__ = 1000
 
-    def __init__(self, data: Any = None, *, _node: Node | None = None, _version: _Version | None = None) -> None:
+    def __init__(self, data: Any = None, *sizes: Any, _node: Node | None = None,
+                 _version: _Version | None = None, device: Any = None) -> None:
         if not isinstance(data, np.ndarray):
-            data = _to_array(data, None)
+            data = legacy_array(data, sizes, dtypes.get_default_dtype(), device)
+        self._setup(data, _node, _version)
+
+    def _setup(self, data: np.ndarray, _node: Node | None, _version: _Version | None) -> None:
         self._data = data
         self._node = _node
         self._grad: Tensor | None = None
@@ -149,8 +156,12 @@ class TensorBase:
         return self._data.dtype.kind == "f"
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self) -> device:
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
 
     @property
     def name(self) -> str | None:
@@ -180,6 +191,8 @@ class TensorBase:
         return self._data.reshape(()).item()
 
     def __float__(self) -> float:
+        if self._node is not None and not _WARNED_SCALAR:
+            _warn_scalar()
         return builtins.float(self.item())
 
     def __int__(self) -> int:
@@ -220,9 +233,24 @@ class TensorBase:
     __str__ = __repr__
 
 
+_WARNED_SCALAR = False
+
+
+def _warn_scalar() -> None:
+    """torch's once-per-process warning for ``float()`` of a tensor that requires grad."""
+    global _WARNED_SCALAR
+    _WARNED_SCALAR = True
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                  "Consider using tensor.detach() first. (Triggered internally at /__w/pytorch/pytorch/torch/csrc/"
+                  "autograd/generated/python_variable_methods.cpp:822.)", UserWarning, stacklevel=3)
+
+
 def make_tensor(data: Any = None, *, _node: Node | None = None, _version: _Version | None = None) -> Tensor:
-    """A tensor of the concrete class (what ops return)."""
-    return TensorBase._concrete(data, _node=_node, _version=_version)
+    """A tensor of the concrete class (what ops return) holding ``data`` (an array, or values ``_to_array`` reads)."""
+    cls = TensorBase._concrete
+    t = cls.__new__(cls)
+    t._setup(data if isinstance(data, np.ndarray) else _to_array(data, None), _node, _version)
+    return t
 
 
 def is_traced(x: Any) -> bool:
@@ -307,3 +335,25 @@ def _infer_shape(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
     elif known != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
+
+
+def legacy_array(data: Any, sizes: tuple, dtype: DType, dev: Any = None) -> np.ndarray:
+    """What torch's legacy constructors (``torch.Tensor(...)``, ``torch.FloatTensor(...)``) make of their
+    arguments: a sequence or a tensor of values (converted to ``dtype``), or sizes (zeros; torch leaves them
+    uninitialized), or nothing (an empty 1-d tensor)."""
+    if dev is not None:
+        check_device(dev)
+    if data is None:
+        return np.zeros((0,), dtype.np)
+    if isinstance(data, (builtins.int, np.integer)) and not isinstance(data, builtins.bool):
+        shape = (builtins.int(data), *(builtins.int(s) for s in sizes))
+        if builtins.any(s < 0 for s in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
+        return np.zeros(shape, dtype.np)
+    if sizes:
+        raise TypeError("new(): invalid data type '" + type(data).__name__ + "'")
+    if isinstance(data, Size):
+        return np.zeros(tuple(data), dtype.np)
+    if isinstance(data, (builtins.float, builtins.bool)) or np.ndim(data) == 0 and not isinstance(data, TensorBase):
+        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+    return np.array(_to_array(data, None), dtype=dtype.np)

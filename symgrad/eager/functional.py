@@ -6,16 +6,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, ranges
 from ..core.dtypes import DType
 from ..ops import REGISTRY
 from ..ops import broadcast_shapes as b
-from .base import _ALL_DIMS, Size, _shape_args, _to_array
+from .base import _ALL_DIMS, Size, TensorBase, _shape_args, _to_array
 from .basic import _logical, cat, clamp
+from .device import check_optional, default_device_check
 from .record import _apply
 from .tensor import Tensor
-
-_rng = np.random.default_rng()
 
 
 def _dt(dtype: Any) -> DType | None:
@@ -23,6 +22,7 @@ def _dt(dtype: Any) -> DType | None:
 
 
 def _finish(arr: np.ndarray, requires_grad: bool, name: str | None = None) -> Tensor:
+    default_device_check()
     if requires_grad and arr.dtype.kind != "f":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     t = Tensor(arr)
@@ -41,6 +41,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     >>> sg.tensor([1.0, 2.0], requires_grad=True)
     tensor([1., 2.], requires_grad=True)
     """
+    check_optional(device)
     arr = _to_array(data, _dt(dtype))
     if isinstance(data, (np.ndarray, Tensor)) and dtype is None:
         arr = arr.copy()
@@ -83,20 +84,24 @@ def _fill(size: Sequence[Any], value: Any, dtype: Any, requires_grad: bool, name
 
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, name: str | None = None, **_: Any) -> Tensor:
     """A tensor of ones; ``dtype`` defaults to the default float dtype."""
+    check_optional(_.get("device"))
     return _fill(size, 1.0 if dtype is None else 1, dtype, requires_grad, name)
 
 
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, name: str | None = None, **_: Any) -> Tensor:
     """A tensor of zeros."""
+    check_optional(_.get("device"))
     return _fill(size, 0.0 if dtype is None else 0, dtype, requires_grad, name)
 
 
 def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    check_optional(_.get("device"))
     return _fill(size, 0.0 if dtype is None else 0, dtype, requires_grad)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False,
          **_: Any) -> Tensor:
+    check_optional(_.get("device"))
     return _fill((size,) if isinstance(size, int) else (tuple(size),), fill_value, dtype, requires_grad)
 
 
@@ -105,74 +110,75 @@ def _like(t: Tensor, value: Any, dtype: Any, requires_grad: bool) -> Tensor:
 
 
 def ones_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    check_optional(_.get("device"))
     return _like(t, 1, dtype, requires_grad)
 
 
 def zeros_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    check_optional(_.get("device"))
     return _like(t, 0, dtype, requires_grad)
 
 
 def empty_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    check_optional(_.get("device"))
     return _like(t, 0, dtype, requires_grad)
 
 
 def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    check_optional(_.get("device"))
     return _like(t, fill_value, dtype, requires_grad)
 
 
-def manual_seed(seed: int) -> Any:
-    """Seed the generator behind ``rand``/``randn`` (its numbers are not torch's)."""
-    global _rng
-    _rng = np.random.default_rng(seed)
-    return _rng
+def _range_dtype(dtype: Any, *values: Any) -> Any:
+    """The numpy dtype a creation range gets: ``dtype``, else int64 for integral arguments (``arange``), else
+    the default float dtype."""
+    if dtype is not None:
+        return dtypes.from_any(dtype).np
+    if values and all(isinstance(v, (builtins.int, np.integer)) and not isinstance(v, builtins.bool) or
+                      isinstance(v, TensorBase) and not v.is_floating_point() for v in values):
+        return np.int64
+    return dtypes.get_default_dtype().np
 
 
-def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
-    d = _dt(dtype) or dtypes.get_default_dtype()
-    return _finish(_rng.random(_shape_args(size)).astype(d.np), requires_grad)
-
-
-def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
-    d = _dt(dtype) or dtypes.get_default_dtype()
-    return _finish(_rng.standard_normal(_shape_args(size)).astype(d.np), requires_grad)
-
-
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: Any = None, **_: Any) -> Tensor:
-    if high is None:
-        low, high = 0, low
-    d = _dt(dtype) or dtypes.int64
-    return Tensor(_rng.integers(low, high, size=tuple(size)).astype(d.np))
-
-
-def rand_like(t: Tensor, **kw: Any) -> Tensor:
-    return rand(t.shape, dtype=kw.get("dtype") or t.dtype, requires_grad=kw.get("requires_grad", False))
-
-
-def randn_like(t: Tensor, **kw: Any) -> Tensor:
-    return randn(t.shape, dtype=kw.get("dtype") or t.dtype, requires_grad=kw.get("requires_grad", False))
+def _scalar(v: Any) -> Any:
+    return v.item() if isinstance(v, TensorBase) else v
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False,
            **_: Any) -> Tensor:
-    if end is None:
-        start, end = 0, start
-    is_float = any(isinstance(v, builtins.float) for v in (start, end, step))
-    d = _dt(dtype) or (dtypes.get_default_dtype() if is_float else dtypes.int64)
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    n = builtins.max(0, int(np.ceil((end - start) / step)))
-    arr = (start + step * np.arange(n, dtype=np.float64)).astype(d.np) if is_float else np.arange(
-        start, end, step).astype(d.np)
-    return _finish(arr, requires_grad)
+    """``start, start + step, ...`` below ``end``, with torch's element values (``core.ranges``)."""
+    check_optional(_.get("device"))
+    start, end, step = _scalar(start), _scalar(end), _scalar(step)
+    args = (start, step) if end is None else (start, end, step)
+    return _finish(ranges.arange(start, end, step, dtype=_range_dtype(dtype, *args)), requires_grad)
 
 
-def linspace(start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False,
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False,
              **_: Any) -> Tensor:
-    d = _dt(dtype) or dtypes.get_default_dtype()
-    return _finish(np.linspace(start, end, steps).astype(d.np), requires_grad)
+    """``steps`` evenly spaced values from ``start`` to ``end``, with torch's element values."""
+    check_optional(_.get("device"))
+    d = dtypes.from_any(dtype).np if dtype is not None else dtypes.get_default_dtype().np
+    return _finish(ranges.linspace(_scalar(start), _scalar(end), steps, dtype=d), requires_grad)
+
+
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
+             requires_grad: bool = False, **_: Any) -> Tensor:
+    """``base ** linspace(start, end, steps)``, with torch's element values."""
+    check_optional(_.get("device"))
+    d = dtypes.from_any(dtype).np if dtype is not None else dtypes.get_default_dtype().np
+    return _finish(ranges.logspace(_scalar(start), _scalar(end), steps, base, dtype=d), requires_grad)
+
+
+def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False,  # noqa: A001
+          **_: Any) -> Tensor:
+    """torch's deprecated inclusive ``range`` (default float dtype), with its warning."""
+    check_optional(_.get("device"))
+    d = dtypes.from_any(dtype).np if dtype is not None else dtypes.get_default_dtype().np
+    return _finish(ranges.range_(_scalar(start), _scalar(end), _scalar(step), dtype=d), requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    check_optional(_.get("device"))
     d = _dt(dtype) or dtypes.get_default_dtype()
     return _finish(np.eye(n, m, dtype=d.np), requires_grad)
 

@@ -10,13 +10,14 @@ from .methods.autograd import AutogradMethods
 from .methods.convert import ConversionMethods
 from .methods.inplace import InPlaceMethods
 from .methods.math import MathMethods, TorchMathMethods
+from .methods.random import RandomMethods
 from .methods.reduce import ReductionMethods
 from .methods.select import SelectionMethods
 from .methods.shape import ShapeMethods
 
 
 class Tensor(AutogradMethods, ConversionMethods, MathMethods, TorchMathMethods, ReductionMethods, ShapeMethods,
-             SelectionMethods, InPlaceMethods, TensorBase, concrete=True):
+             SelectionMethods, InPlaceMethods, RandomMethods, TensorBase, concrete=True):
     """A multi-dimensional array that records the operations applied to it.
 
     >>> import symgrad as sg

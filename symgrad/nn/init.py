@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..eager import functional
+from ..eager import random as _random
 from ..eager.grad_mode import no_grad
 from ..eager.tensor import Tensor
 
@@ -26,26 +26,16 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 
 # ---------------------------------------------------------------------------- the two draws
 
-def _rng(generator: Any) -> Any:
-    return functional._rng if generator is None else generator
-
-
 def _uniform(tensor: Tensor, a: float, b: float, generator: Any = None) -> Tensor:
     """Fill ``tensor`` with U(a, b) draws in place (torch's ``tensor.uniform_(a, b, generator=...)``)."""
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     with no_grad():
-        _write(tensor, _rng(generator).uniform(a, b, size=tensor._data.shape))
-    return tensor
+        return _random.uniform_(tensor, a, b, generator=generator)
 
 
 def _normal(tensor: Tensor, mean: float, std: float, generator: Any = None) -> Tensor:
     """Fill ``tensor`` with N(mean, std**2) draws in place (torch's ``tensor.normal_(mean, std, ...)``)."""
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     with no_grad():
-        _write(tensor, _rng(generator).normal(mean, std, size=tensor._data.shape))
-    return tensor
+        return _random.normal_(tensor, mean, std, generator=generator)
 
 
 def _write(tensor: Tensor, values: Any) -> None:

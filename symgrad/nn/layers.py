@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..eager import basic, functional
+from ..eager import random as _random
 from ..eager.composite import _named
 from ..eager.tensor import Tensor
 
@@ -29,16 +30,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002
-    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)`` while ``training`` (the
-    mask comes from ``sg.manual_seed``'s generator: the same seed gives the same mask, not torch's)."""
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)`` while ``training``; the mask is
+    torch's CPU mask for the same generator state."""
     _need("dropout", "input", input)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    keep = (functional._rng.random(tuple(input.shape)) >= p).astype(input.dtype.np)
-    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-    mask = Tensor(keep * np.asarray(scale, input.dtype.np))
+    mask = Tensor(_random.dropout_mask(tuple(input.shape), input.dtype.np, p))
     return input.mul_(mask) if inplace else input * mask
 
 

@@ -8,7 +8,10 @@ from ...core import dtypes
 from ...core.dtypes import DType
 from ...ops import REGISTRY
 from .. import composite as _composite
+from ..base import TensorBase
 from ..basic import _cast
+from ..device import check as check_device
+from ..device import device
 from ..record import _apply
 
 if TYPE_CHECKING:
@@ -21,13 +24,28 @@ class ConversionMethods:
     __slots__ = ()
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
-        dtype = kwargs.get("dtype")
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; itself when nothing changes
+        (unless ``copy=True``). Only the CPU is a device here: CUDA raises torch's CPU-build error."""
+        dtype, copy = kwargs.get("dtype"), bool(kwargs.get("copy", False))
+        if kwargs.get("device") is not None:
+            check_device(kwargs["device"])
         for a in args:
-            if isinstance(a, (DType, type, str)) and a not in ("cpu",):
+            if isinstance(a, TensorBase):
+                dtype = a.dtype
+            elif isinstance(a, (DType, type)):
                 dtype = a
-        if dtype is None:
-            return self
-        return _cast(self, dtypes.from_any(dtype))
+            elif isinstance(a, (str, device)):
+                if isinstance(a, str) and a.removeprefix("torch.") in dtypes._BY_NAME:
+                    dtype = a
+                else:
+                    check_device(a)
+            elif a is not None and not isinstance(a, bool):
+                raise TypeError(f"to() received an invalid combination of arguments - got ({type(a).__name__})")
+        out = self if dtype is None else _cast(self, dtypes.from_any(dtype))
+        return out.clone() if copy and out is self else out
+
+    def cuda(self, device: Any = None, non_blocking: bool = False, **_: Any) -> Tensor:
+        raise AssertionError("Torch not compiled with CUDA enabled")
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
