@@ -267,6 +267,7 @@ from .eager.device import (
     get_default_device,
     set_default_device,
 )
+from .serialization import load, save
 from .eager.formula import Formula, formula, grad_formula
 from .compiler.function import CompiledFunction, compile, grad, value_and_grad
 from .compiler.transforms import hessian, jacobian, jvp, vjp
@@ -432,6 +433,7 @@ __all__ = [
     "less_equal",
     "linalg",
     "linspace",
+    "load",
     "log",
     "log10",
     "log1p",
@@ -504,6 +506,7 @@ __all__ = [
     "roll",
     "round",
     "rsqrt",
+    "save",
     "seed",
     "select",
     "set_default_device",

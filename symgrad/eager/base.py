@@ -117,6 +117,10 @@ class TensorBase:
             data = legacy_array(data, sizes, dtypes.get_default_dtype(), device)
         self._setup(data, _node, _version)
 
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        """Pickle (``sg.save``, ``copy.deepcopy``) as the values, ``requires_grad`` and the class: a leaf again."""
+        return (_rebuild_tensor, (type(self), np.array(self._data), self.requires_grad))
+
     def _setup(self, data: np.ndarray, _node: Node | None, _version: _Version | None) -> None:
         self._data = data
         self._node = _node
@@ -234,6 +238,15 @@ class TensorBase:
 
 
 _WARNED_SCALAR = False
+
+
+def _rebuild_tensor(cls: type, data: np.ndarray, requires_grad: bool) -> TensorBase:
+    """A tensor unpickled: ``cls`` (Tensor, nn.Parameter, ...) over ``data``, a leaf requiring grad as it did."""
+    t = cls.__new__(cls)
+    TensorBase._setup(t, data, None, None)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def _warn_scalar() -> None:
