@@ -127,6 +127,7 @@ class AutogradMethods:
         if self._node is not None and self._node.op is _LEAF:
             self._node.value = arr
             self._node.shape = arr.shape
+            self._node.dtype = dtypes.from_numpy_dtype(arr.dtype)
 
     def detach(self) -> Tensor:
         """A new tensor on the same storage that does not require grad."""
