@@ -53,12 +53,14 @@ CPU paths. torch 2.13 picks kernels by CPU capability (``torch.backends.cpu.get_
 AVX512 builds float32 ``normal_`` with >= 16 contiguous elements runs torch's AVX2 Cephes kernel, and the
 compiler contracts ``a*b + c`` into fused multiply-adds in the generic kernels (``uniform_`` with a range,
 the scalar normal path with mean/std, ``cauchy_``, ``log_normal_``); the ``default`` build does neither.
+The 16-wide normal fills (float64, and float32 without AVX2) call ``std::fma`` explicitly on every build.
 aarch64 builds are modelled as ``default`` kernels with contraction (GCC contracts there by default); that
 combination was not checked against a real aarch64 torch.
 
-``bernoulli_(float p)`` and dropout follow torch's non-MKL kernel (one double uniform per element,
-``u < p``), which is what torch runs on AMD CPUs and on builds without MKL. On Intel CPUs, MKL-enabled torch
-builds draw a seed and use MKL's VSL stream instead; that stream is not reproduced here.
+MKL. ``bernoulli_(float p)`` and dropout follow torch's non-MKL kernel (one double uniform per element,
+``u < p``), which is what torch 2.13 runs on AMD CPUs (checked here) and on builds without MKL. On Intel
+CPUs, MKL-enabled torch builds draw from MKL's VSL stream instead (a different mask, not reproduced here);
+``exponential_`` may take an MKL path there too. Both were verified on an AMD host only.
 
 Speed: the transcendental steps must be glibc's ``log``/``log1p``/``sin``/``cos``/``tan``/``exp``
 (``logf``/``sinf``/``cosf`` for float32) to match torch's bits, and numpy's SIMD versions differ by an ulp, so
