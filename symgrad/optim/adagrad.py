@@ -6,7 +6,6 @@ from typing import Any
 
 from ..core import dtypes as _dtypes
 from ..eager.tensor import Tensor
-from . import _kernels
 from .optimizer import (
     Optimizer,
     ParamsT,
@@ -82,6 +81,7 @@ class Adagrad(Optimizer):
                 step = _increment(state["step"])
                 clr = lr / (1 + (step - 1) * lr_decay)
                 w, s = _Writable(p), _Writable(state["sum"])
+                from . import _kernels  # deferred: imports numba
                 _kernels.adagrad_update(w.flat, _grad_array(p), s.flat, maximize=bool(group["maximize"]),
                                         weight_decay=_hyper(group["weight_decay"]), eps=_hyper(group["eps"]),
                                         clr=clr)

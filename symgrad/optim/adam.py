@@ -5,7 +5,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..eager.tensor import Tensor
-from . import _kernels
 from .optimizer import (
     Optimizer,
     ParamsT,
@@ -93,6 +92,7 @@ class Adam(Optimizer):
                 step = _increment(state["step"])
                 w, m, v = _Writable(p), _Writable(state["exp_avg"]), _Writable(state["exp_avg_sq"])
                 vmax = _Writable(state["max_exp_avg_sq"]) if amsgrad else None
+                from . import _kernels  # deferred: imports numba
                 _kernels.adam_update(w.flat, _grad_array(p), m.flat, v.flat,
                                      vmax.flat if vmax is not None else None, amsgrad=amsgrad,
                                      maximize=bool(group["maximize"]), weight_decay=_hyper(group["weight_decay"]),

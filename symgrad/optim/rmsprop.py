@@ -5,7 +5,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..eager.tensor import Tensor
-from . import _kernels
 from .optimizer import (
     Optimizer,
     ParamsT,
@@ -76,6 +75,7 @@ class RMSprop(Optimizer):
                 w, sq = _Writable(p), _Writable(state["square_avg"])
                 ga = _Writable(state["grad_avg"]) if centered else None
                 buf = _Writable(state["momentum_buffer"]) if momentum > 0 else None
+                from . import _kernels  # deferred: imports numba
                 _kernels.rmsprop_update(w.flat, _grad_array(p), sq.flat, ga.flat if ga is not None else None,
                                         buf.flat if buf is not None else None, maximize=bool(group["maximize"]),
                                         weight_decay=_hyper(group["weight_decay"]), alpha=_hyper(group["alpha"]),

@@ -5,7 +5,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..eager.tensor import Tensor
-from . import _kernels
 from .optimizer import Optimizer, ParamsT, _grad_array, _hyper, _run_closure, _use_grad, _Writable, _zeros_like
 
 __all__ = ["SGD"]
@@ -61,6 +60,7 @@ class SGD(Optimizer):
                     buf = _zeros_like(p)
                 w = _Writable(p)
                 bw = _Writable(buf) if buf is not None else None
+                from . import _kernels  # deferred: imports numba
                 _kernels.sgd_update(w.flat, _grad_array(p), bw.flat if bw is not None else None,
                                     first, maximize=bool(group["maximize"]),
                                     weight_decay=_hyper(group["weight_decay"]), momentum=momentum,
