@@ -269,8 +269,8 @@ from .eager.device import (
 )
 from .serialization import load, save
 from .eager.formula import Formula, formula, grad_formula
-from .compiler.function import CompiledFunction, compile, grad, value_and_grad
-from .compiler.transforms import hessian, jacobian, jvp, vjp
+from .compiler.function import CompiledFunction, compile
+from .compiler.transforms import grad, hessian, jacobian, jvp, value_and_grad, vjp
 from .compiler.custom import custom_op, custom_rule
 
 from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random  # noqa: E402  (the namespaces)

@@ -352,6 +352,25 @@ class DerivativeFunction(CompiledFunction):
         return kernel_source(prog.kernel, prog.source, backend)
 
 
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> CompiledFunction:
+    """The gradient of a scalar function, as a compiled function (JAX's ``grad``). With ``has_aux``,
+    ``f`` returns ``(output, aux)`` and the result is ``(gradient, aux)``.
+
+    >>> import symgrad as sg
+    >>> df = sg.grad(lambda a, b: a * b + sg.sin(a))
+    >>> round(df(1.0, 2.0), 6)
+    2.540302
+    """
+    return CompiledFunction(f, "grad", argnums, has_aux)
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> CompiledFunction:
+    """``(f(*args), grad(f)(*args))`` from one fused kernel; with ``has_aux`` (``f`` returns ``(output, aux)``)
+    ``((output, aux), gradient)``, as JAX."""
+    return CompiledFunction(f, "value_and_grad", argnums, has_aux)
+
+
 def jacobian(f: Callable, argnums: int | Sequence[int] = 0, sparse: bool = False) -> DerivativeFunction:
     """The Jacobian of ``f`` w.r.t. ``argnums``, as a compiled function (JAX's ``jacrev``/``jacfwd``:
     reverse sweeps when outputs are fewer than inputs, forward sweeps otherwise).
