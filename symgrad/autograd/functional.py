@@ -1,219 +1,372 @@
 """``torch.autograd.functional`` over symgrad: ``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``vhp``, ``hvp``.
 
-Same signatures and result nesting as torch (a tensor for a tensor argument, tuples for tuples).
-Without ``create_graph`` the values come from symgrad's compiled sweeps; with it, from eager
-``autograd.grad(..., create_graph=True)`` so the results can be differentiated again.
+As in torch, ``func`` runs eagerly on tensors (so Python control flow on values is fine) and the eager
+engine differentiates it: one ``autograd.grad`` per output element for a Jacobian, ``create_graph=True``
+for second order, the double-backward trick for ``jvp`` / ``hvp``. Signatures, result nesting (a tensor
+for a tensor argument, tuples for tuples), ``strict`` checks and error texts are torch's. ``vectorize``
+gives the same values (symgrad computes the rows one by one); ``strategy="forward-mode"`` takes torch's
+checks and nesting, its values come from the same reverse sweeps. The compiled, traced transforms stay in
+``sg.jacobian`` / ``sg.hessian`` / ``sg.func``.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
-from ..compiler.transforms import DerivativeFunction
-from ..compiler.transforms import jvp as _jvp
-from ..compiler.transforms import vjp as _vjp
 from ..eager import autograd
 from ..eager.basic import stack
+from ..eager.functional import zeros_like
+from ..eager.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..eager.tensor import Tensor
 
-
-def _as_tuple(x: Any) -> tuple[bool, tuple]:
-    if isinstance(x, (tuple, list)):
-        return True, tuple(x)
-    return False, (x,)
+__all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
 
-def _check_tensors(xs: tuple, what: str, fn_name: str) -> None:
-    for i, x in enumerate(xs):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"The {what} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
-                            f"the value at index {i} has type {type(x)}.")
+# ----------------------------------------------------------------------------- helpers (torch's semantics)
+
+def _as_tuple(inp: Any, arg_name: str | None = None, fn_name: str | None = None) -> tuple[bool, tuple]:
+    """(whether ``inp`` was a tuple, ``inp`` as a tuple); with names, checks that it holds tensors."""
+    if arg_name is None:
+        if isinstance(inp, (tuple, list)):
+            return True, tuple(inp)
+        return False, (inp,)
+    is_tuple = isinstance(inp, tuple)
+    items = inp if is_tuple else (inp,)
+    for i, el in enumerate(items):
+        if not isinstance(el, Tensor):
+            where = f"the value at index {i} has type" if is_tuple else f"the given {arg_name} has type"
+            raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
+                            f"{where} {type(el)}.")
+    return is_tuple, items
 
 
-def _outputs(func: Callable, inputs: tuple) -> tuple[bool, tuple]:
-    is_tuple, outs = _as_tuple(func(*inputs))
-    _check_tensors(outs, "outputs of the user-provided function", "the user-provided function")
-    return is_tuple, outs
+def _unpack(res: Any, to_unpack: bool | tuple[bool, bool]) -> Any:
+    """Undo ``_as_tuple`` on a result (and one level of nesting for a pair of flags)."""
+    if isinstance(to_unpack, tuple):
+        if not to_unpack[1]:
+            res = tuple(el[0] for el in res)
+        if not to_unpack[0]:
+            res = res[0]
+        return res
+    return res if to_unpack else res[0]
 
 
-def _strict_check(func: Callable, inputs: tuple, hessian: bool = False) -> None:
-    d = DerivativeFunction(lambda *a: func(*a), "hessian" if hessian else "jacobian", tuple(range(len(inputs))))
-    pattern = d.sparsity(*inputs)
-    cols = np.cumsum([0] + [x.numel() for x in inputs])
-    for j in range(len(inputs)):
-        if pattern[:, cols[j]:cols[j + 1]].nnz == 0:
-            raise RuntimeError(f"Output 0 of the user-provided function is independent of input {j}. This is not "
-                               "allowed in strict mode.")
+def _grad_preprocess(inputs: tuple, create_graph: bool, need_graph: bool) -> tuple:
+    """New tensor objects for the inputs: a differentiable view where the caller's graph must flow on
+    (``create_graph``), detached leaves otherwise."""
+    out = []
+    for inp in inputs:
+        if create_graph and inp.requires_grad:
+            out.append(inp.view_as(inp))
+        else:
+            out.append(inp.detach().requires_grad_(need_graph))
+    return tuple(out)
 
 
-def _eager_jacobian(func: Callable, inputs: tuple, create_graph: bool) -> tuple[bool, list[list[Tensor]]]:
-    ins = tuple(x if x.requires_grad else x.detach().requires_grad_(True) for x in inputs)
-    out_tuple, outs = _outputs(func, ins)
-    blocks = []
-    for out in outs:
+def _grad_postprocess(items: tuple, create_graph: bool) -> tuple:
+    if items and isinstance(items[0], Tensor):
+        return items if create_graph else tuple(t.detach() for t in items)
+    return tuple(_grad_postprocess(t, create_graph) for t in items)
+
+
+def _validate_v(v: tuple, other: tuple, is_other_tuple: bool) -> None:
+    if len(other) != len(v):
+        if is_other_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but got {len(v)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
+    for idx, (a, b) in enumerate(zip(v, other)):
+        if tuple(a.shape) != tuple(b.shape):
+            prefix = f"Entry {idx} in " if is_other_tuple else ""
+            raise RuntimeError(f"{prefix}v has invalid size: should be {b.size()} but got {a.size()}.")
+
+
+def _check_requires_grad(items: tuple, input_type: str, strict: bool) -> None:
+    """torch's ``strict`` errors for outputs / gradients that do not depend on the inputs."""
+    if not strict:
+        return
+    for i, t in enumerate(items):
+        if t is None:
+            raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is "
+                               "not allowed in strict mode.")
+        if t.requires_grad:
+            continue
+        if input_type == "hessian":
+            raise RuntimeError(f"The hessian of the user-provided function with respect to input {i} is "
+                               "independent of the input. This is not allowed in strict mode. You should ensure "
+                               "that your function is thrice differentiable and that the hessian depends on the "
+                               "inputs.")
+        if input_type == "jacobian":
+            raise RuntimeError("While computing the hessian, found that the jacobian of the user-provided function "
+                               f"with respect to input {i} is independent of the input. This is not allowed in "
+                               "strict mode. You should ensure that your function is twice differentiable and "
+                               "that the jacobian depends on the inputs (this would be violated by a linear "
+                               "function for example).")
+        if input_type == "grad_inputs":
+            raise RuntimeError(f"The gradient with respect to input {i} is independent of the inputs of the "
+                               "user-provided function. This is not allowed in strict mode.")
+        raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
+                           "must be computed in a differentiable manner from the input when running in strict "
+                           "mode.")
+
+
+def _autograd_grad(outputs: tuple, inputs: tuple, grad_outputs: tuple | None = None, create_graph: bool = False,
+                   retain_graph: bool | None = None) -> tuple:
+    """``autograd.grad`` over the outputs that require grad (None for every input when none does)."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    outs, gos = [], []
+    for o, g in zip(outputs, grad_outputs):
+        if o is not None and o.requires_grad:
+            outs.append(o)
+            gos.append(g)
+    if not outs:
+        return (None,) * len(inputs)
+    return autograd.grad(outs, inputs, gos, retain_graph=retain_graph, create_graph=create_graph,
+                         allow_unused=True)
+
+
+_ZERO_MSG = {
+    "back": "The output of the user-provided function is independent of input {i}. This is not allowed in strict "
+            "mode.",
+    "back_trick": "The gradient with respect to the input is independent of entry {i} in the grad_outputs when "
+                  "using the double backward trick to compute forward mode gradients. This is not allowed in "
+                  "strict mode.",
+    "double_back": "The jacobian of the user-provided function is independent of input {i}. This is not allowed "
+                   "in strict mode.",
+    "double_back_trick": "The hessian of the user-provided function is independent of entry {i} in the "
+                         "grad_jacobian. This is not allowed in strict mode as it prevents from using the double "
+                         "backward trick to replace forward mode AD.",
+}
+
+
+def _fill_in_zeros(grads: tuple, refs: tuple, strict: bool, create_graph: bool, stage: str) -> tuple:
+    res = []
+    for i, g in enumerate(grads):
+        if g is None:
+            if strict:
+                raise RuntimeError(_ZERO_MSG[stage].format(i=i))
+            g = zeros_like(refs[i])
+        elif strict and create_graph and not g.requires_grad:
+            what = "hessian" if "double" in stage else "jacobian"
+            raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is not "
+                               "allowed in strict mode when create_graph=True.")
+        res.append(g)
+    return tuple(res)
+
+
+def _v_or_default(v: Any, like: tuple, is_like_tuple: bool, create_graph: bool, fn_name: str, msg: str) -> tuple:
+    if v is not None:
+        _, vs = _as_tuple(v, "v", fn_name)
+        vs = _grad_preprocess(vs, create_graph=create_graph, need_graph=False)
+        _validate_v(vs, like, is_like_tuple)
+        return vs
+    if len(like) != 1 or like[0].numel() != 1:
+        raise RuntimeError(msg)
+    return None  # autograd.grad's implicit 1 for a one-element tensor
+
+
+_V_OUT_MSG = ("The vector v can only be None if the user-provided function returns a single Tensor with a single "
+              "element.")
+_V_IN_MSG = ("The vector v can only be None if the input to the user-provided function is a single Tensor with a "
+             "single element.")
+
+
+# ----------------------------------------------------------------------------- vjp / jvp
+
+def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """``torch.autograd.functional.vjp``: ``(func(inputs), v^T J)``."""
+    with enable_grad():
+        in_tuple, ins = _as_tuple(inputs, "inputs", "vjp")
+        ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
+        out_tuple, outs = _as_tuple(func(*ins), "outputs of the user-provided function", "vjp")
+        _check_requires_grad(outs, "outputs", strict)
+        vs = _v_or_default(v, outs, out_tuple, create_graph, "vjp", _V_OUT_MSG)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        res = _autograd_grad(outs, ins, vs, create_graph=create_graph)
+        res = _fill_in_zeros(res, ins, strict, create_graph, "back")
+    return (_unpack(_grad_postprocess(outs, create_graph), out_tuple),
+            _unpack(_grad_postprocess(res, create_graph), in_tuple))
+
+
+def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """``torch.autograd.functional.jvp``: ``(func(inputs), J v)`` by the double-backward trick."""
+    with enable_grad():
+        in_tuple, ins = _as_tuple(inputs, "inputs", "jvp")
+        ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
+        vs = _v_or_default(v, ins, in_tuple, create_graph, "jvp", _V_IN_MSG)
+        out_tuple, outs = _as_tuple(func(*ins), "outputs of the user-provided function", "jvp")
+        _check_requires_grad(outs, "outputs", strict)
+        # the backward is linear in these cotangents: their value (zero) never shows in the result
+        cots = tuple(zeros_like(o, requires_grad=True) for o in outs)
+        grad_ins = _autograd_grad(outs, ins, cots, create_graph=True)
+        _check_requires_grad(grad_ins, "grad_inputs", strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        res = _autograd_grad(grad_ins, cots, vs, create_graph=create_graph)
+        res = _fill_in_zeros(res, outs, strict, create_graph, "back_trick")
+    return (_unpack(_grad_postprocess(outs, create_graph), out_tuple),
+            _unpack(_grad_postprocess(res, create_graph), out_tuple))
+
+
+# ----------------------------------------------------------------------------- jacobian / hessian
+
+def _reverse_rows(outs: tuple, ins: tuple, create_graph: bool, strict: bool) -> tuple:
+    """The Jacobian blocks ``[output][input]`` from one reverse sweep per output element."""
+    jac = []
+    for i, out in enumerate(outs):
+        rows: list[list[Tensor]] = [[] for _ in ins]
         flat = out.reshape(-1)
-        rows: list[list[Any]] = [[] for _ in ins]
-        for i in range(flat.shape[0]):
-            gs = autograd.grad(flat[i], ins, retain_graph=True, create_graph=create_graph, allow_unused=True)
-            for j, (g, x) in enumerate(zip(gs, ins)):
-                rows[j].append(g if g is not None else x.new_zeros(x.shape) if hasattr(x, "new_zeros")
-                               else Tensor(np.zeros(x.shape, dtype=x.dtype.np)))
+        for j in range(out.numel()):
+            vj = _autograd_grad((flat[j],), ins, retain_graph=True, create_graph=create_graph)
+            for k, (g, x) in enumerate(zip(vj, ins)):
+                if g is not None:
+                    if strict and create_graph and not g.requires_grad:
+                        raise RuntimeError(f"The jacobian of the user-provided function is independent of input {i}. "
+                                           "This is not allowed in strict mode when create_graph=True.")
+                    rows[k].append(g)
+                else:
+                    if strict:
+                        raise RuntimeError(f"Output {i} of the user-provided function is independent of input {k}. "
+                                           "This is not allowed in strict mode.")
+                    rows[k].append(zeros_like(x))
         block = []
-        for j, x in enumerate(ins):
-            if rows[j]:
-                block.append(stack(rows[j]).reshape(tuple(out.shape) + tuple(x.shape)))
-            else:
-                block.append(Tensor(np.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype.np)))
-        blocks.append(block)
-    return out_tuple, blocks
+        for k, x in enumerate(ins):
+            block.append(stack(rows[k], dim=0).view(tuple(out.shape) + tuple(x.shape)))
+        jac.append(tuple(block))
+    return tuple(jac)
 
 
-def _nest(blocks: list[list[Any]], out_tuple: bool, in_tuple: bool) -> Any:
-    rows = [tuple(b) if in_tuple else b[0] for b in blocks]
-    return tuple(rows) if out_tuple else rows[0]
+def _jacfwd(func: Callable, inputs: Any, strict: bool, vectorize: bool, keep_graph: bool = False) -> Any:
+    """``strategy="forward-mode"``: torch's checks and list nesting; one Jacobian column per input element
+    by the double-backward trick (the forward tangents, zeros' signs included). ``keep_graph``: the columns
+    stay differentiable (torch's forward-over-reverse Hessian returns them so)."""
+    if strict:
+        raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are not '
+                           'supported together (yet). Please either set `strict=False` or `strategy="reverse-mode"`.')
+    in_tuple, ins = _as_tuple(inputs, "inputs", "jacobian")
+    if not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian isonly "
+                                  "implemented for `vectorize=True`.")
+    keep = keep_graph or any(x.requires_grad for x in ins)
+    with enable_grad():
+        xs = tuple(x.view_as(x) if x.requires_grad else x.detach().requires_grad_(True) for x in ins)
+        out_tuple, outs = _as_tuple(func(*xs), "outputs")
+        cots = tuple(zeros_like(o, requires_grad=True) for o in outs)
+        grad_ins = _autograd_grad(outs, xs, cots, create_graph=True)
+        jac: list[list[Tensor]] = [[] for _ in outs]
+        for k, x in enumerate(xs):
+            cols: list[list[Tensor]] = [[] for _ in outs]
+            for j in range(x.numel()):
+                basis = [zeros_like(y) for y in xs]
+                basis[k].view(-1)[j] = 1
+                tans = _autograd_grad(grad_ins, cots, tuple(basis), create_graph=keep, retain_graph=True)
+                for i, (t, o) in enumerate(zip(tans, outs)):
+                    cols[i].append(t if t is not None else zeros_like(o))
+            for i, o in enumerate(outs):
+                block = stack(cols[i], dim=0) if cols[i] else zeros_like(o).expand((0, *o.shape))
+                block = block.permute(*range(1, block.ndim), 0).reshape(tuple(o.shape) + tuple(x.shape))
+                jac[i].append(block if keep else block.detach())
+    return _unpack(jac, (out_tuple, in_tuple))
 
 
 def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
              strategy: str = "reverse-mode") -> Any:
-    """``torch.autograd.functional.jacobian``."""
-    if strategy not in ("reverse-mode", "forward-mode"):
-        raise RuntimeError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
-                           'function has more outputs than inputs, "forward-mode" tends to be more performant. '
-                           'Otherwise, prefer to use "reverse-mode".')
-    if strategy == "forward-mode" and create_graph:
-        raise NotImplementedError(
-            'torch.autograd.functional.jacobian: `create_graph=True` and `strategy="forward-mode"` are not '
-            'supported together (yet). Please either set `create_graph=False` or `strategy="reverse-mode"`.')
-    in_tuple, ins = _as_tuple(inputs)
-    _check_tensors(ins, "inputs", "jacobian")
-    if strict:
-        _strict_check(func, ins)
-    if create_graph:
-        out_tuple, blocks = _eager_jacobian(func, ins, True)
-        return _nest(blocks, out_tuple, in_tuple)
-    d = DerivativeFunction(lambda *a: func(*a), "jacobian", tuple(range(len(ins))),
-                           reverse=strategy == "reverse-mode")
-    res = d(*ins)
-    sig, _ = d._signature(ins)
-    blocks = [list(r) for r in (res if sig.multi else (res,))]
-    out = _nest(blocks, sig.multi, in_tuple)
-    if strategy == "forward-mode" and in_tuple:  # torch's forward-mode result nests lists here
-        out = [list(r) for r in out] if sig.multi else list(out)
-    return out
+    """``torch.autograd.functional.jacobian``: blocks of shape ``out.shape + input.shape``."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+                             'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+                             'Otherwise, prefer to use "reverse-mode".')
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` and '
+                                      '`strategy="forward-mode"` are not supported together (yet). Please either set '
+                                      '`create_graph=False` or `strategy="reverse-mode"`.')
+        return _jacfwd(func, inputs, strict, vectorize)
+    with enable_grad():
+        in_tuple, ins = _as_tuple(inputs, "inputs", "jacobian")
+        ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
+        out_tuple, outs = _as_tuple(func(*ins), "outputs of the user-provided function", "jacobian")
+        _check_requires_grad(outs, "outputs", strict)
+        if vectorize and strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                               "supported together. Please either set `strict=False` or `vectorize=False`.")
+        jac = _reverse_rows(outs, ins, create_graph, strict and not vectorize)
+        jac = _grad_postprocess(jac, create_graph)
+        return _unpack(jac, (out_tuple, in_tuple))
 
 
 def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
             outer_jacobian_strategy: str = "reverse-mode") -> Any:
-    """``torch.autograd.functional.hessian`` (``func`` returns a single-element tensor)."""
-    in_tuple, ins = _as_tuple(inputs)
-    _check_tensors(ins, "inputs", "hessian")
-    if strict:
-        _strict_check(func, ins, hessian=True)
-    if create_graph:
-        xs = tuple(x if x.requires_grad else x.detach().requires_grad_(True) for x in ins)
-        out = func(*xs)
+    """``torch.autograd.functional.hessian`` of a function returning a one-element tensor."""
+    in_tuple, ins = _as_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+
+    def single_output(*inp: Tensor) -> Tensor:
+        out = func(*inp)
+        out_tuple, outs = _as_tuple(out, "outputs of the user-provided function", "hessian")
+        _check_requires_grad(outs, "outputs", strict)
+        if out_tuple or not isinstance(out, Tensor):
+            raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.numel() != 1:
-            raise RuntimeError("The function given in hessian should return a single Tensor with a single element.")
-        grads = autograd.grad(out.reshape(()), xs, create_graph=True, allow_unused=True)
-        grads = tuple(g if g is not None else Tensor(np.zeros(x.shape, dtype=x.dtype.np)) for g, x in zip(grads, xs))
-        _, blocks = _eager_jacobian(lambda *a: grads, xs, True)
-        return _nest(blocks, in_tuple, in_tuple)
+            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
+        return out.squeeze()
 
-    def scalar(*a: Any) -> Any:
-        out = func(*a)
-        if not isinstance(out, Tensor) or out.numel() != 1:
-            raise RuntimeError("The function given in hessian should return a single Tensor with a single element.")
-        return out.reshape(())
-    res = DerivativeFunction(scalar, "hessian", tuple(range(len(ins))))(*ins)
-    blocks = [list(r) for r in res]
-    return _nest(blocks, in_tuple, in_tuple)
+    def jac_func(*inp: Tensor) -> Any:
+        if outer_jacobian_strategy == "forward-mode":
+            inp = tuple(t.requires_grad_(True) for t in inp)
+        jac = jacobian(single_output, inp, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict)
+        return jac
 
-
-def _default_v(v: Any, ins: tuple) -> Any:
-    """``v`` may be left out for a single one-element input (torch's rule): it is then 1."""
-    if v is not None:
-        return v
-    if len(ins) != 1 or ins[0].numel() != 1:
-        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                           "single Tensor with a single element.")
-    return Tensor(np.ones(tuple(ins[0].shape), dtype=ins[0].dtype.np))
-
-
-def _v_tuple(v: Any, like: tuple, what: str) -> tuple:
-    _, vs = _as_tuple(v)
-    if len(vs) != len(like):
-        raise RuntimeError(f"The given v should contain a single Tensor per {what}.")
-    for i, (a, b) in enumerate(zip(vs, like)):
-        if tuple(a.shape) != tuple(b.shape):
-            raise RuntimeError(f"Entry {i} in v has invalid size: should be {b.shape} but got {a.shape}.")
-    return vs
-
-
-def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
-    """``torch.autograd.functional.vjp``: ``(func(inputs), v^T J)``."""
-    in_tuple, ins = _as_tuple(inputs)
-    _check_tensors(ins, "inputs", "vjp")
-    if strict:
-        _strict_check(func, ins)
-    out, back = _vjp(lambda *a: func(*a), *ins)
-    out_tuple, outs = _as_tuple(out)
-    if v is None:
-        if len(outs) != 1 or outs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
-                               "Tensor with a single element.")
-        v = Tensor(np.ones(tuple(outs[0].shape), dtype=outs[0].dtype.np))
-    vs = _v_tuple(v, outs, "output")
-    if create_graph:
-        xs = tuple(x if x.requires_grad else x.detach().requires_grad_(True) for x in ins)
-        _, outs_e = _outputs(func, xs)
-        gs = autograd.grad(outs_e, xs, vs, create_graph=True, allow_unused=True)
-        res = tuple(g if g is not None else Tensor(np.zeros(x.shape, dtype=x.dtype.np)) for g, x in zip(gs, xs))
+    if outer_jacobian_strategy == "forward-mode" and not create_graph:
+        res = _jacfwd(jac_func, ins, strict, vectorize, keep_graph=True)
     else:
-        res = back(*vs)
-    return (out if out_tuple else outs[0]), (res if in_tuple else res[0])
+        res = jacobian(jac_func, ins, create_graph=create_graph, strict=strict, vectorize=vectorize,
+                       strategy=outer_jacobian_strategy)
+    return _unpack(res, (in_tuple, in_tuple))
 
 
-def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
-    """``torch.autograd.functional.jvp``: ``(func(inputs), J v)`` (forward mode on the DAG)."""
-    in_tuple, ins = _as_tuple(inputs)
-    _check_tensors(ins, "inputs", "jvp")
-    vs = _v_tuple(_default_v(v, ins), ins, "input")
-    if strict:
-        _strict_check(func, ins)
-    if create_graph:
-        raise NotImplementedError("jvp(create_graph=True) is not supported; use sg.autograd.grad twice "
-                                  "(the double-backward trick) for a differentiable J v")
-    out, tan = _jvp(lambda *a: func(*a), ins, vs)
-    return out, tan
+# ----------------------------------------------------------------------------- vhp / hvp
+
+def _scalar_output(func: Callable, ins: tuple, strict: bool, fn_name: str) -> tuple:
+    out_tuple, outs = _as_tuple(func(*ins), "outputs of the user-provided function", fn_name)
+    _check_requires_grad(outs, "outputs", strict)
+    if out_tuple or not isinstance(outs[0], Tensor):
+        raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
+    if outs[0].numel() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {fn_name} should contain a single element")
+    return out_tuple, outs
 
 
 def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """``torch.autograd.functional.vhp``: ``(func(inputs), v^T H)``."""
-    in_tuple, ins = _as_tuple(inputs)
-    _check_tensors(ins, "inputs", "vhp")
-    vs = _v_tuple(_default_v(v, ins), ins, "input")
-    if strict:
-        _strict_check(func, ins, hessian=True)
-    xs = tuple(x.detach().requires_grad_(True) for x in ins)
-    out = func(*xs)
-    if not isinstance(out, Tensor) or out.numel() != 1:
-        raise RuntimeError("The function given in hvp should return a single Tensor with a single element.")
-    grads = autograd.grad(out.reshape(()), xs, create_graph=True, allow_unused=True)
-    dot = None
-    for g, w in zip(grads, vs):
-        if g is not None:
-            term = (g * w).sum()
-            dot = term if dot is None else dot + term
-    if dot is None or not dot.requires_grad:
-        res = tuple(Tensor(np.zeros(x.shape, dtype=x.dtype.np)) for x in xs)
-    else:
-        hs = autograd.grad(dot, xs, create_graph=create_graph, allow_unused=True)
-        res = tuple(h if h is not None else Tensor(np.zeros(x.shape, dtype=x.dtype.np)) for h, x in zip(hs, xs))
-    value = out.detach() if not create_graph else out
-    return value, (res if in_tuple else res[0])
+    with enable_grad():
+        in_tuple, ins = _as_tuple(inputs, "inputs", "vhp")
+        ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
+        vs = _v_or_default(v, ins, in_tuple, create_graph, "vhp", _V_IN_MSG)
+        out_tuple, outs = _scalar_output(func, ins, strict, "vhp")
+        jac = _autograd_grad(outs, ins, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        res = _autograd_grad(jac, ins, vs, create_graph=create_graph)
+        res = _fill_in_zeros(res, ins, strict, create_graph, "double_back")
+    return (_unpack(_grad_postprocess(outs, create_graph), out_tuple),
+            _unpack(_grad_postprocess(res, create_graph), in_tuple))
 
 
 def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
-    """``torch.autograd.functional.hvp``: ``(func(inputs), H v)`` (equal to ``vhp``: H is symmetric)."""
-    return vhp(func, inputs, v, create_graph, strict)
+    """``torch.autograd.functional.hvp``: ``(func(inputs), H v)`` by the double-backward trick."""
+    with enable_grad():
+        in_tuple, ins = _as_tuple(inputs, "inputs", "hvp")
+        ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
+        vs = _v_or_default(v, ins, in_tuple, create_graph, "hvp", _V_IN_MSG)
+        out_tuple, outs = _scalar_output(func, ins, strict, "hvp")
+        jac = _autograd_grad(outs, ins, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict)
+        grad_jac = tuple(zeros_like(x, requires_grad=True) for x in ins)
+        double_back = _autograd_grad(jac, ins, grad_jac, create_graph=True)
+        _check_requires_grad(jac, "hessian", strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        res = _autograd_grad(double_back, grad_jac, vs, create_graph=create_graph)
+        res = _fill_in_zeros(res, ins, strict, create_graph, "double_back_trick")
+    return (_unpack(_grad_postprocess(outs, create_graph), out_tuple),
+            _unpack(_grad_postprocess(res, create_graph), in_tuple))

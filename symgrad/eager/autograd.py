@@ -20,6 +20,7 @@ from ..core.graph import Node, toposort
 from ..derive.reverse import backward_graph
 from ..kernels.program import EAGER_JIT_AFTER, Program
 from ..ops import source as _src
+from .anomaly_check import check_backward
 from .base import TensorBase, make_tensor
 from .create_graph import backward_create_graph
 from .grad_mode import is_grad_enabled
@@ -333,8 +334,9 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     else:
         wrt = _graph_leaves(roots)
+    check_backward(roots, seeds, wrt)  # anomaly mode: torch's error for a backward returning NaN
     if create_graph:
-        grads = backward_create_graph(roots, seeds, wrt)
+        grads = backward_create_graph(roots, seeds, wrt, grad_tensors)
         for w, g in zip(wrt, grads):
             if g is not None:
                 _deliver(w, g, None)
@@ -411,11 +413,12 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         if t._node is None:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     wrt = [t._node for t in inputs]
+    check_backward(roots, seeds, wrt)  # anomaly mode: torch's error for a backward returning NaN
     # torch also fills the ``.grad`` of retained (``retain_grad()``) tensors the gradient passes through
     ids = {w.id for w in wrt}
     retained = [n for n in _graph_leaves(roots) if n.op is not _src.leaf and n.id not in ids]
     if create_graph:
-        gs = backward_create_graph(roots, seeds, wrt + retained)
+        gs = backward_create_graph(roots, seeds, wrt + retained, grad_outputs)
     else:
         arrs, _, _ = run_graph(roots, seeds, wrt + retained, retain_graph)
         gs = [None if a is None else make_tensor(a) for a in arrs]

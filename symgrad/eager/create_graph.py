@@ -2,7 +2,7 @@
 differentiated again."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -17,11 +17,18 @@ if TYPE_CHECKING:
     pass
 
 
-def backward_create_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node]) -> list:
+def backward_create_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node],
+                          grad_tensors: Sequence[Any] | None = None) -> list:
+    """The gradients of ``roots`` (cotangents ``seeds``) w.r.t. ``wrt`` as recorded tensors. A cotangent given
+    as a tensor that requires grad (``grad_tensors``) enters the recorded graph itself, so the gradients
+    depend on it differentiably (torch's double-backward trick)."""
     seed_nodes = [Node(_src.const, (), (), s.shape, dtypes.from_numpy_dtype(s.dtype), value=s) for s in seeds]
     grads, _ = backward_graph(roots, seed_nodes, wrt)
     forward = {n.id for n in toposort(roots, stop=lambda n: not n.requires_grad)}
     known = {s.id: make_tensor(s.value) for s in seed_nodes}
+    for s, g in zip(seed_nodes, grad_tensors or ()):
+        if getattr(g, "requires_grad", False) and tuple(g.shape) == s.shape and g._data.dtype == s.value.dtype:
+            known[s.id] = g
     todo = [g for g in grads if g is not None]
 
     def stop(n: Node) -> bool:

@@ -15,6 +15,7 @@ from ..ops import REGISTRY, A, OpDef, apply, broadcast_shapes
 from ..ops import source as _src
 from ..ops.base import promotion_operands
 from ..ops.update import COPY_SLICES, WHOLE, index_put_op
+from . import anomaly
 from .base import _CONST, _LEAF, _SCALAR, TensorBase, _py, is_traced, make_tensor
 from .grad_mode import is_grad_enabled
 
@@ -147,6 +148,8 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
         out._node = node
         SAVED_INPUTS[node] = tuple((x._version.v, weakref.ref(x)) if isinstance(x, TensorBase) else None
                                    for x in inputs)
+        if anomaly.is_anomaly_enabled():
+            anomaly.note_forward(node)
         if is_view:
             VIEW_WRITES[node] = out._version.recorded
     return out
