@@ -27,6 +27,7 @@ How torch computes the elements (and so how this module does):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
@@ -55,6 +56,7 @@ _CONVERT_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double
 _num_threads: int | None = None
 
 
+@functools.lru_cache(maxsize=1)
 def _physical_cores() -> int:
     try:
         cpus = sorted(os.sched_getaffinity(0))
@@ -258,7 +260,34 @@ def _ceil_div(s: float, e: float, st: float) -> float:
     return math.ceil(q) if math.isfinite(q) else q
 
 
+_EXACT = {"float16": (11, 24), "float32": (24, 149), "float64": (53, 1022)}  # (significand bits, 2**-k floor)
+
+
+def _arange_exact(start: float, step: float, n: int, dt: np.dtype) -> np.ndarray | None:
+    """The elements when every ``start + step*i`` is exactly representable in ``dt``, else None.
+
+    Then each formula torch's kernel uses (scalar, vector lanes off a rounded base, fused or not) yields the
+    exact value, so plain integer arithmetic reproduces it. Covers integer-valued and short dyadic steps.
+    """
+    if not (math.isfinite(start) and math.isfinite(step)):
+        return None
+    digits, min_exp = _EXACT[dt.name]
+    ps, qs = start.as_integer_ratio()
+    pt, qt = step.as_integer_ratio()
+    q = max(qs, qt)  # both powers of two
+    if q > 1 << min_exp:
+        return None
+    a, b = ps * (q // qs), pt * (q // qt)
+    if max(abs(a), abs(a + b * (n - 1))) >= 1 << digits:
+        return None
+    k = a + b * np.arange(n, dtype=np.int64)
+    return (k.astype(np.float64) / float(q)).astype(dt)
+
+
 def _arange_float(start: float, step: float, n: int, dt: np.dtype, threads: int) -> np.ndarray:
+    exact = _arange_exact(start, step, n, dt)
+    if exact is not None:
+        return exact
     fused = _paths()[1]
     acc = np.float32 if dt.name == "float16" else np.float64
     accn = "float32" if dt.name == "float16" else "float64"

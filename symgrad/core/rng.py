@@ -448,30 +448,32 @@ def _fma32(a: Any, b: Any, c: Any) -> np.ndarray:
     a = np.asarray(a, _F32)
     b = np.asarray(b, _F32)
     c = np.asarray(c, _F32)
-    p = a.astype(_F64) * b.astype(_F64)
-    c64 = c.astype(_F64)
-    s = np.atleast_1d(p + c64)
-    sus = (s.view(_U64) & _U64(0x1FFFFFFF)) == _U64(0x10000000)
-    sus |= (np.abs(s) < 2.0**-126) & (s != 0)
-    if sus.any():
-        idx = np.nonzero(sus)
-        P = np.broadcast_to(p, s.shape)[idx]
-        C = np.broadcast_to(c64, s.shape)[idx]
-        S = s[idx]
-        bb = S - P
-        err = (P - (S - bb)) + (C - bb)
-        fixed = np.where(err == 0, S, np.nextafter(S, np.where(err > 0, np.inf, -np.inf)))
-        out = s.astype(_F32)
-        tiny = np.abs(S) < 2.0**-126
-        out[idx] = fixed.astype(_F32)
-        if tiny.any():
-            A = np.broadcast_to(a, s.shape)[idx]
-            B = np.broadcast_to(b, s.shape)[idx]
-            for t in np.flatnonzero(tiny):
-                exact = Fraction(float(A[t])) * Fraction(float(B[t])) + Fraction(float(C[t]))
-                out[tuple(i[t] for i in idx)] = _round_fraction32(exact)
-        return out.reshape(np.broadcast(a, b, c).shape)
-    return s.astype(_F32).reshape(np.broadcast(a, b, c).shape)
+    p = a.astype(_F64) * b  # exact (float32 operands promoted)
+    s = np.asarray(p + c)
+    bits = s.view(_U64)
+    low = bits & _U64(0x1FFFFFFF)
+    sus = (low == _U64(0x10000000)) | ((bits & _U64(0x7FF0000000000000)) < _U64(897 << 52)) & (low != 0)
+    if not sus.any():  # (the second test catches nonzero results below float32's normal range)
+        return s.astype(_F32)
+    shape = s.shape
+    s = s.reshape(-1)
+    idx = np.flatnonzero(sus)
+    P = np.broadcast_to(p, shape).reshape(-1)[idx]
+    C = np.broadcast_to(c, shape).reshape(-1)[idx].astype(_F64)
+    S = s[idx]
+    bb = S - P
+    err = (P - (S - bb)) + (C - bb)  # TwoSum: the exact p + c - S
+    fixed = np.where(err == 0, S, np.nextafter(S, np.where(err > 0, np.inf, -np.inf)))
+    out = s.astype(_F32)
+    out[idx] = fixed.astype(_F32)
+    tiny = np.abs(S) < 2.0**-126
+    if tiny.any():
+        A = np.broadcast_to(a, shape).reshape(-1)[idx]
+        B = np.broadcast_to(b, shape).reshape(-1)[idx]
+        for t in np.flatnonzero(tiny):
+            exact = Fraction(float(A[t])) * Fraction(float(B[t])) + Fraction(float(C[t]))
+            out[idx[t]] = _round_fraction32(exact)
+    return out.reshape(shape)
 
 
 def _round_fraction32(v: Fraction) -> np.float32:
