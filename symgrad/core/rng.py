@@ -70,11 +70,14 @@ from slower pure-Python / numpy code (``SYMGRAD_RNG_NUMBA=0`` forces that path).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 import math
 import os
 import platform
 import struct
+import types as pytypes
 import warnings
 from fractions import Fraction
 from typing import Any
@@ -607,12 +610,10 @@ def _build_kernels() -> Any:
     # numba is imported here, lazily, because torch's bits need glibc's own log/log1p/sin/cos/tan/exp (and
     # logf/sinf/cosf) -- numpy's SIMD implementations differ from glibc by an ulp -- and an exact fused
     # multiply-add; numba compiles loops that call the C library and emit llvm.fma, at numpy speed.
-    import types as pytypes
-
-    import numba
-    from llvmlite import ir
-    from numba import types
-    from numba.extending import intrinsic
+    import numba  # deferred: numba (see above)
+    from llvmlite import ir  # deferred: numba's code generator
+    from numba import types  # deferred: numba
+    from numba.extending import intrinsic  # deferred: numba
 
     @intrinsic
     def fma(typingctx, a, b, c):  # noqa: ARG001 - numba's intrinsic signature
@@ -812,9 +813,6 @@ def _build_kernels() -> Any:
 
 @functools.lru_cache(maxsize=1)
 def _libm() -> Any:
-    import ctypes
-    import ctypes.util
-
     lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
     for name in ("logf", "sinf", "cosf"):
         f = getattr(lib, name)
