@@ -275,6 +275,8 @@ from .compiler.custom import custom_op, custom_rule
 
 from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random  # noqa: E402  (the namespaces)
 from .eager import return_types  # noqa: E402
+from .eager.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
+from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 
 dtype = DType
 __version__ = "0.1.0"
@@ -419,6 +421,8 @@ __all__ = [
     "int32",
     "int64",
     "int8",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
     "is_grad_enabled",
     "is_tensor",
     "isclose",
@@ -510,6 +514,7 @@ __all__ = [
     "seed",
     "select",
     "set_default_device",
+    "set_anomaly_enabled",
     "set_default_dtype",
     "set_grad_enabled",
     "set_printoptions",
@@ -557,6 +562,7 @@ __all__ = [
     "var",
     "var_mean",
     "vjp",
+    "vmap",
     "where",
     "xlogy",
     "zeros",
