@@ -14,6 +14,11 @@ from ..device import check as check_device
 from ..device import device
 from ..record import _apply
 
+#: dtype name -> the prefix of torch's legacy type name (``FloatTensor``)
+_LEGACY_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+                 "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_BY_LEGACY = {f"{v}Tensor": k for k, v in _LEGACY_NAMES.items()}
+
 if TYPE_CHECKING:
     from ..tensor import Tensor
 
@@ -47,10 +52,15 @@ class ConversionMethods:
     def cuda(self, device: Any = None, non_blocking: bool = False, **_: Any) -> Tensor:
         raise AssertionError("Torch not compiled with CUDA enabled")
 
-    def type(self, dtype: Any = None) -> Any:
+    def type(self, dtype: Any = None, non_blocking: bool = False, **_: Any) -> Any:
+        """The legacy type name (``'torch.FloatTensor'``), or this tensor converted to ``dtype`` (a dtype, a
+        legacy type such as ``torch.LongTensor``, or its name)."""
         if dtype is None:
-            return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
-                    "int32": "torch.IntTensor", "bool": "torch.BoolTensor"}.get(self.dtype.name, "torch.Tensor")
+            return f"torch.{_LEGACY_NAMES.get(self.dtype.name, '')}Tensor"
+        if isinstance(dtype, type) and hasattr(dtype, "_dtype"):  # a legacy typed constructor
+            dtype = dtype._dtype
+        elif isinstance(dtype, str) and dtype.removeprefix("torch.") in _BY_LEGACY:
+            dtype = _BY_LEGACY[dtype.removeprefix("torch.")]
         return self.to(dtype)
 
     def float(self) -> Tensor:
