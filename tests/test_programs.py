@@ -9,7 +9,7 @@ symgrad with only its import statements rewritten the way a user would rewrite t
 Programs that draw random numbers are listed in ``RANDOM_PROGRAMS``. That set is the only switch in the
 comparison: a program in it is compared on the skeleton of its output (every number masked, whitespace
 dropped: the same lines, words, shapes, dtypes and grad_fn names), every other program byte for byte.
-Once symgrad's generator reproduces torch's stream, empty the set and all programs are compared exactly.
+symgrad's generator reproduces torch's stream, so the set is empty and every program is compared exactly.
 
 Speed: a plain ``python prog.py`` pays torch's import (about 2 s of CPU, and 4-8 s more for torch._dynamo,
 which an optimizer imports on its first step) for every program: far past this file's budget on two cores.
@@ -44,13 +44,8 @@ PROGRAMS = sorted(p.stem for p in PROGRAMS_DIR.glob("*.py"))
 #: Programs whose output depends on torch's random number stream (manual_seed + randn / rand / randint /
 #: randperm / normal, random nn.init, default nn.Linear init that is printed or trained, dropout in train
 #: mode). Compared on the skeleton of their output while this set names them; see the module docstring.
-RANDOM_PROGRAMS = {
-    "dropout_train_seeded",
-    "nn_init_random",
-    "random_basics",
-    "train_mlp_adam_seeded",
-    "train_noisy_regression_seeded",
-}
+#: empty: symgrad draws torch's own random stream (``core.rng``), so seeded programs are compared byte for byte too
+RANDOM_PROGRAMS: set[str] = set()
 
 WORKERS = int(os.environ.get("SYMGRAD_PROGRAMS_WORKERS", "2"))
 TIMEOUT = int(os.environ.get("SYMGRAD_PROGRAMS_TIMEOUT", "60"))
