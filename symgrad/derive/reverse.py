@@ -103,15 +103,17 @@ def _reads_forward(contribs: Sequence[Node | None], g: Node, forward: set[int]) 
 
 
 def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[Node],
-                   reads: list[tuple[int, int]] | None = None) -> tuple[list[Node | None], set[int]]:
+                   reads: list[tuple[int, int]] | None = None, cut: frozenset[int] | set[int] = frozenset()
+                   ) -> tuple[list[Node | None], set[int]]:
     """Adjoint nodes of ``wrt`` for cotangents ``seeds`` on ``roots``.
 
     Returns the adjoints (None where structurally zero) and the ids of forward nodes whose rule
     read saved values (torch frees those after a backward without ``retain_graph``). When
     ``reads`` is a list, (rule's node id, read node id) pairs are appended to it: which forward
-    values each rule saved, for torch's check that none was modified in place since.
+    values each rule saved, for torch's check that none was modified in place since. Nodes in ``cut`` (ids)
+    get their adjoint (when in ``wrt``) but pass nothing on: the eager engine splits a backward there.
     """
-    order = toposort(roots, stop=lambda n: not n.requires_grad)
+    order = toposort(roots, stop=lambda n: not n.requires_grad or n.id in cut)
     forward = {n.id for n in order}
     walked: set[int] = {s.id for s in seeds}
     adj: dict[int, list[Node]] = {}
@@ -130,7 +132,7 @@ def backward_graph(roots: Sequence[Node], seeds: Sequence[Node], wrt: Sequence[N
             g = _add(g, p)
         if node.id in wrt_ids:
             total[node.id] = g
-        if node.op.family == "source":
+        if node.op.family == "source" or node.id in cut:
             continue
         is_masked = any(p.id in masked for p in parts)
         if node.op.family == "elementwise":

@@ -4,13 +4,19 @@
 wiring, shapes, dtypes), derives the gradient symbolically the first time a structure is seen
 (``autodiff.backward_graph``), lowers it to a kernel (``lower``) and runs the generated code on
 the recorded values. The next backward over the same structure only builds the key.
+
+A graph with tensor hooks on non-leaf tensors or ``autograd.Function`` calls (whose backward is Python code) is
+split there (``_split_backward``): the gradient is materialised at such a node, the hooks or the Function's
+backward run on it, and the rest of the backward continues from their result as the seed of the next program.
+Graphs without them keep the one-program path.
 """
 from __future__ import annotations
 
 import logging
 import time
 import weakref
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -23,7 +29,8 @@ from ..ops import source as _src
 from .anomaly_check import check_backward
 from .base import TensorBase, make_tensor
 from .create_graph import backward_create_graph
-from .grad_mode import is_grad_enabled
+from .grad_mode import enable_grad, is_grad_enabled, no_grad
+from .hooks import RemovableHandle, check_hook_result
 from .record import SAVED_INPUTS
 
 if TYPE_CHECKING:
@@ -31,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("symgrad")
 
-__all__ = ["backward", "grad", "GradFn", "AccumulateGrad"]
+__all__ = ["backward", "grad", "GradFn", "AccumulateGrad", "PythonGradFn"]
 
 
 # ====================================================================== grad_fn objects
@@ -59,10 +66,46 @@ class GradFn:
         return True
 
     def register_hook(self, fn: Callable) -> Any:
-        raise RuntimeError("hooks on grad_fn objects are not supported by symgrad; use Tensor.register_hook")
+        raise RuntimeError("hooks on grad_fn objects are not supported by symgrad (only on autograd.Function "
+                           "nodes); use Tensor.register_hook")
+
+    register_prehook = register_hook
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"
+
+
+class PythonGradFn(GradFn):
+    """A grad_fn whose backward is Python code (``autograd.Function``'s ctx). The engine splits the backward at
+    its output nodes and calls ``run_backward`` with their gradients; ``release`` frees what it saved.
+
+    Its node hooks (``register_prehook(hook(grad_outputs))``, ``register_hook(hook(grad_inputs, grad_outputs))``)
+    are run by ``run_backward``.
+    """
+
+    def __init__(self, node: Node | None = None) -> None:
+        super().__init__(node)  # type: ignore[arg-type]
+        self._pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._post_hooks: OrderedDict[int, Callable] = OrderedDict()
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after this node's backward; a tuple it returns replaces grad_inputs."""
+        handle = RemovableHandle(self._post_hooks)
+        self._post_hooks[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_outputs)`` before this node's backward; a tuple it returns replaces grad_outputs."""
+        handle = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[handle.id] = fn
+        return handle
+
+    def run_backward(self, grads: Sequence[tuple[Node, Any]], create_graph: bool) -> list[tuple[Node, Any]]:
+        """The gradients of this call's inputs (input node, tensor) for those of its output nodes."""
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Free the saved tensors (after a backward without ``retain_graph``)."""
 
 
 class AccumulateGrad(GradFn):
@@ -115,31 +158,57 @@ def _next_fn(node: Node) -> GradFn | None:
 # ====================================================================== retained grads and hooks
 
 _RETAINED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-_HOOKS: dict[int, list] = {}
+#: node -> its tensor hooks (``register_hook``), in registration order
+_HOOKS: weakref.WeakKeyDictionary[Node, OrderedDict] = weakref.WeakKeyDictionary()
+#: leaf node -> its post-accumulate-grad hooks
+_POST_HOOKS: weakref.WeakKeyDictionary[Node, OrderedDict] = weakref.WeakKeyDictionary()
+#: live nodes whose grad_fn is a ``PythonGradFn`` (``autograd.Function`` outputs): the backward splits there
+PYTHON_NODES: weakref.WeakSet[Node] = weakref.WeakSet()
 
 
 def retain(t: Any) -> None:
     _RETAINED[t._node.id] = t
 
 
-class _HookHandle:
-    def __init__(self, key: int, fn: Callable) -> None:
-        self.key, self.fn = key, fn
+def _add_hook(table: weakref.WeakKeyDictionary, node: Node, fn: Callable) -> RemovableHandle:
+    hooks = table.get(node)
+    if hooks is None:
+        hooks = table[node] = OrderedDict()
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = fn
+    return handle
 
-    def remove(self) -> None:
-        hooks = _HOOKS.get(self.key, [])
-        if self.fn in hooks:
-            hooks.remove(self.fn)
 
-
-def register_hook(t: Any, fn: Callable) -> _HookHandle:
-    """Call ``fn(grad)`` when the gradient of ``t`` is computed; a non-None return replaces it."""
+def register_hook(t: Any, fn: Callable) -> RemovableHandle:
+    """Call ``fn(grad)`` when the gradient of ``t`` is computed; a tensor it returns replaces the gradient
+    (what flows on, and what ``.grad`` / ``retain_grad()`` receive)."""
     if t._node is None:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    _HOOKS.setdefault(t._node.id, []).append(fn)
     if t.is_leaf:
         _LEAF_TENSORS[t._node.id] = t
-    return _HookHandle(t._node.id, fn)
+    return _add_hook(_HOOKS, t._node, fn)
+
+
+def register_post_accumulate_grad_hook(t: Any, fn: Callable) -> RemovableHandle:
+    """Call ``fn(t)`` after the gradient of the leaf ``t`` was accumulated into ``t.grad``."""
+    if t._node is None:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if not t.is_leaf:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    _LEAF_TENSORS[t._node.id] = t
+    return _add_hook(_POST_HOOKS, t._node, fn)
+
+
+def run_tensor_hooks(node: Node, g: Any) -> Any:
+    """``g`` after the tensor hooks of ``node`` (each may replace it), with torch's checks of what they return."""
+    hooks = _HOOKS.get(node)
+    if hooks:
+        for fn in tuple(hooks.values()):
+            r = fn(g)
+            if r is not None:
+                check_hook_result(fn, g, r, TensorBase)
+                g = r
+    return g
 
 
 # ====================================================================== programs
@@ -164,18 +233,19 @@ STATS = {"derived": 0, "hits": 0}
 
 def structure_key(order: Sequence[Node], wrt_pos: Sequence[int], seeds: Sequence[np.ndarray]) -> tuple:
     pos = {n.id: i for i, n in enumerate(order)}
-    return (tuple((n.op.name, n.attrs if n.op is not _src.scalar else (), tuple(pos[i.id] for i in n.inputs),
+    return (tuple((n.op.name, n.attrs if n.op is not _src.scalar else (), tuple(pos.get(i.id, -1) for i in n.inputs),
                    n.shape, n.dtype.name, n.requires_grad) for n in order),
             tuple(wrt_pos), tuple((s.shape, s.dtype.str) for s in seeds))
 
 
 def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[Node],
-                  seed_specs: Sequence[tuple[tuple, Any]]) -> _Structure:
-    """Derive the gradient of one structure and build its program (numpy now, numba once hot)."""
+                  seed_specs: Sequence[tuple[tuple, Any]], cut: frozenset[int] | set[int] = frozenset()) -> _Structure:
+    """Derive the gradient of one structure and build its program (numpy now, numba once hot); nothing flows
+    past the nodes in ``cut``."""
     t0 = time.perf_counter()
     seeds = [Node(_src.const, (), (), shape, dt, name=f"seed{i}") for i, (shape, dt) in enumerate(seed_specs)]
     pairs: list[tuple[int, int]] = []
-    grads, saving = backward_graph(roots, seeds, wrt, reads=pairs)
+    grads, saving = backward_graph(roots, seeds, wrt, reads=pairs, cut=cut)
     t1 = time.perf_counter()
     outs = [g if g is not None else seeds[0] for g in grads]
     params = [(n, "v", i) for i, n in enumerate(order)] + [(s, "s", i) for i, s in enumerate(seeds)]
@@ -195,6 +265,23 @@ _FREED_MSG = (
     "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
     "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
     "saved tensors after calling backward.")
+
+
+#: torch's error for saved values read after a backward freed them (``ctx.saved_tensors`` raises it too)
+FREED_MSG = _FREED_MSG
+
+
+def modified_error(t: Any, expected: int) -> RuntimeError:
+    """torch's error for a saved tensor ``t`` written in place since it was saved (at version ``expected``)."""
+    n = t._node
+    name = None if n is None or n.op is _src.leaf else grad_fn_of(n).name()
+    which = "" if name is None else f", which is output 0 of {_short_name(name)},"
+    shape = ", ".join(map(str, t.shape))
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"[torch.{dtypes.torch_type_name(t.dtype)}Tensor [{shape}]]{which} is at version {t._version.v}; expected "
+        f"version {expected} instead. Hint: enable anomaly detection to find the operation that failed to compute "
+        "its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
 def _type_str(n: Node) -> str:
@@ -246,17 +333,23 @@ def _check_saved(order: Sequence[Node], prog: _Structure) -> None:
             "torch.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
-def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node], retain_graph: bool
+def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node], retain_graph: bool,
+              cut: frozenset[int] | set[int] = frozenset(), order: Sequence[Node] | None = None
               ) -> tuple[list[np.ndarray | None], Sequence[Node], _Structure]:
-    """Gradients of ``roots`` (weighted by ``seeds``) with respect to ``wrt`` as numpy arrays."""
-    order = toposort(roots, stop=lambda n: not n.requires_grad)
+    """Gradients of ``roots`` (weighted by ``seeds``) with respect to ``wrt`` as numpy arrays; nothing flows
+    past the nodes in ``cut`` (ids). ``order`` is the graph's toposort when the caller has it."""
+    if order is None:
+        order = toposort(roots, stop=(lambda n: not n.requires_grad or n.id in cut) if cut else
+                         (lambda n: not n.requires_grad))
     pos = {n.id: i for i, n in enumerate(order)}
     wrt_pos = [pos.get(w.id, -1) for w in wrt]
     key = structure_key(order, wrt_pos, seeds)
+    if cut:
+        key = (key, tuple(sorted(pos[c] for c in cut if c in pos)))
     prog = _PROGRAMS.get(key)
     if prog is None:
         prog = _PROGRAMS[key] = build_program(order, roots, wrt, [(s.shape, dtypes.from_numpy_dtype(s.dtype))
-                                                                   for s in seeds])
+                                                                   for s in seeds], cut)
     else:
         STATS["hits"] += 1
     _check_saved(order, prog)
@@ -283,7 +376,7 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
     return result, order, prog
 
 
-# ====================================================================== public entry points
+# ====================================================================== roots and seeds
 
 def _as_seed(root: Any, g: Any, i: int) -> np.ndarray:
     if g is None:
@@ -315,8 +408,185 @@ def _roots_and_seeds(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None)
 
 def _graph_leaves(roots: Sequence[Node]) -> list[Node]:
     order = toposort(roots, stop=lambda n: not n.requires_grad)
-    return [n for n in order if n.requires_grad and (n.op is _src.leaf or n.id in _RETAINED or n.id in _HOOKS)]
+    return [n for n in order if n.requires_grad and (n.op is _src.leaf or n.id in _RETAINED)]
 
+
+# ====================================================================== split backward (hooks, Functions)
+
+@dataclass
+class _Unit:
+    """Where a backward is split: a non-leaf tensor with hooks, or one ``autograd.Function`` call (``fn``) and
+    its output nodes. ``pos`` is the first of its nodes in topological order."""
+
+    pos: int
+    fn: PythonGradFn | None
+    nodes: list[Node] = field(default_factory=list)
+
+    def below(self) -> list[Node]:
+        """Where the backward continues from once the unit ran: its nodes' inputs."""
+        return [x for n in self.nodes for x in (n.inputs if self.fn is None else n.inputs[1:])]
+
+
+def _units(order: Sequence[Node]) -> list[_Unit]:
+    """The places the backward over ``order`` must be split (empty for the one-program path)."""
+    if not _HOOKS and not PYTHON_NODES:
+        return []
+    units: list[_Unit] = []
+    calls: dict[int, _Unit] = {}
+    for i, n in enumerate(order):
+        f = n.fn
+        if isinstance(f, PythonGradFn):
+            u = calls.get(id(f))
+            if u is None:
+                u = calls[id(f)] = _Unit(i, f)
+                units.append(u)
+            u.nodes.append(n)
+        elif n.op is not _src.leaf and n.requires_grad and _HOOKS.get(n):
+            units.append(_Unit(i, None, [n]))
+    return units
+
+
+def _plus(a: Any, b: Any, create_graph: bool) -> Any:
+    if create_graph:
+        return a + b
+    return make_tensor(a._data + b._data)
+
+
+def _compute(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node], retain_graph: bool,
+             create_graph: bool, grad_tensors: Sequence[Any] | None, deliver: Callable, terms: bool) -> list:
+    """The gradients of ``roots`` (cotangents ``seeds``) with respect to ``wrt``, each handed to
+    ``deliver(node, grad, term, hooked)`` as soon as it is complete; returns what ``deliver`` returned.
+
+    ``term`` is what ``sg.grad_formula(x)`` needs to show the gradient (None when hooks changed it),
+    ``hooked`` whether the node's tensor hooks ran already (the backward was split there).
+    """
+    order = toposort(roots, stop=lambda n: not n.requires_grad)
+    units = _units(order)
+    if units:
+        return _split_backward(order, units, roots, seeds, wrt, retain_graph, create_graph, grad_tensors, deliver,
+                               terms)
+    if create_graph:
+        grads = backward_create_graph(roots, seeds, wrt, grad_tensors)
+    else:
+        arrs, _, _ = run_graph(roots, seeds, wrt, retain_graph, order=order)
+        grads = [None if a is None else make_tensor(a) for a in arrs]
+    return [None if g is None else deliver(w, g, (roots, seeds, w) if terms and not create_graph else None, False)
+            for w, g in zip(wrt, grads)]
+
+
+def _split_backward(order: Sequence[Node], units: list[_Unit], roots: Sequence[Node], seeds: Sequence[np.ndarray],
+                    wrt: Sequence[Node], retain_graph: bool, create_graph: bool, grad_tensors: Sequence[Any] | None,
+                    deliver: Callable, terms: bool) -> list:
+    """``_compute`` for a graph with units: one program from the roots to the units (cut there), then, latest
+    unit first, the unit's hooks or Python backward on its complete gradient and one program from its result
+    (cut at the units below) — torch's order, in as few programs as there are units."""
+    wrt_ids = {w.id: i for i, w in enumerate(wrt)}
+    needed: set[int] = set()  # nodes from which a differentiated input can be reached: torch runs only those
+    for n in order:
+        if n.id in wrt_ids or any(x.id in needed for x in n.inputs):
+            needed.add(n.id)
+    units = sorted((u for u in units if any(n.id in needed for n in u.nodes)), key=lambda u: -u.pos)
+    cut = {n.id for u in units for n in u.nodes}
+    unit_of = {n.id: k for k, u in enumerate(units) for n in u.nodes}
+    # a differentiated input is complete after the last unit that reaches it (its own unit, for a split node)
+    done_at = [unit_of.get(w.id, -1) for w in wrt]
+    for k, u in enumerate(units):
+        for n in toposort(u.below(), stop=lambda m: not m.requires_grad):
+            i = wrt_ids.get(n.id)
+            if i is not None and n.id not in unit_of:
+                done_at[i] = max(done_at[i], k)
+    term_ok = terms and not create_graph and all(u.fn is not None for u in units)
+    acc: dict[int, Any] = {}
+    final: set[int] = set()
+    results: list[Any] = [None] * len(wrt)
+    saving: list[Node] = []
+    ran: list[PythonGradFn] = []
+    by_id = {n.id: n for u in units for n in u.nodes}
+
+    def add(n: Node, g: Any) -> None:
+        prev = acc.get(n.id)
+        acc[n.id] = g if prev is None else _plus(prev, g, create_graph)
+
+    def segment(pending: dict[int, tuple[Node, Any]]) -> None:
+        rs, gs = [], []
+        for n, g in pending.values():
+            if n.id in cut or n.op.family == "source":
+                if n.id in cut or n.id in wrt_ids:
+                    add(n, g)
+                continue
+            rs.append(n)
+            gs.append(g)
+        if not rs:
+            return
+        targets = [w for w in wrt if w.id not in final and w.id not in cut and w.id not in split_done] + \
+            [by_id[c] for c in cut]
+        arrays = [np.asarray(g._data, dtype=r.dtype.np) for r, g in zip(rs, gs)]
+        if create_graph:
+            out = backward_create_graph(rs, arrays, targets, gs, cut=cut)
+        else:
+            arrs, seg_order, prog = run_graph(rs, arrays, targets, True, cut=cut)
+            saving.extend(seg_order[i] for i in prog.saving)
+            out = [None if a is None else make_tensor(a) for a in arrs]
+        for t, g in zip(targets, out):
+            if g is not None:
+                add(t, g)
+
+    delivered: set[int] = set()
+    split_done: dict[int, Any] = {}  # complete gradients of differentiated split nodes, after their hooks
+
+    def finish(k: int) -> None:
+        for i, w in enumerate(wrt):
+            if done_at[i] == k and w.id not in final:
+                final.add(w.id)
+                g = split_done.pop(w.id) if w.id in split_done else acc.pop(w.id, None)
+                if g is None:
+                    continue
+                if id(g) in delivered and not g.requires_grad:
+                    g = make_tensor(g._data.copy())  # one tensor returned for two inputs: separate gradients
+                delivered.add(id(g))
+                results[i] = deliver(w, g, (roots, seeds, w) if term_ok else None, w.id in unit_of)
+
+    first: dict[int, tuple[Node, Any]] = {}
+    for i, (r, s) in enumerate(zip(roots, seeds)):
+        gt = grad_tensors[i] if create_graph and grad_tensors is not None else None
+        g = gt if isinstance(gt, TensorBase) and gt.requires_grad else make_tensor(s)
+        first[r.id] = (r, _plus(first[r.id][1], g, create_graph)) if r.id in first else (r, g)
+    with enable_grad() if create_graph else no_grad():
+        segment(first)
+        finish(-1)
+        for k, u in enumerate(units):
+            for n in u.nodes:
+                cut.discard(n.id)
+            grads = []
+            for n in u.nodes:
+                g = acc.pop(n.id, None)
+                if g is not None:
+                    g = run_tensor_hooks(n, g)
+                    if n.id in wrt_ids:
+                        split_done[n.id] = g  # what finish() delivers: the hooked value, as torch's retain_grad
+                grads.append((n, g))
+            pending: dict[int, tuple[Node, Any]] = {}
+            if u.fn is None:
+                n, g = grads[0]
+                if g is not None and any(x.id in needed for x in n.inputs):
+                    pending[n.id] = (n, g)
+            elif any(g is not None for _, g in grads):
+                ran.append(u.fn)
+                for x, g in u.fn.run_backward(grads, create_graph):
+                    if g is None or not x.requires_grad or x.id not in needed:
+                        continue
+                    pending[x.id] = (x, _plus(pending[x.id][1], g, create_graph)) if x.id in pending else (x, g)
+            segment(pending)
+            finish(k)
+    if not retain_graph:
+        for n in saving:
+            n.freed = True
+        for f in ran:
+            f.release()
+    return results
+
+
+# ====================================================================== public entry points
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
              inputs: Sequence[Any] | None = None) -> None:
@@ -335,16 +605,11 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     else:
         wrt = _graph_leaves(roots)
     check_backward(roots, seeds, wrt)  # anomaly mode: torch's error for a backward returning NaN
-    if create_graph:
-        grads = backward_create_graph(roots, seeds, wrt, grad_tensors)
-        for w, g in zip(wrt, grads):
-            if g is not None:
-                _deliver(w, g, None)
-        return
-    grads, order, prog = run_graph(roots, seeds, wrt, retain_graph)
-    for w, g in zip(wrt, grads):
-        if g is not None:
-            _deliver(w, make_tensor(g), (roots, seeds, w))
+
+    def deliver(w: Node, g: Any, term: Any, hooked: bool) -> Any:
+        return _finish(w, g, term, hooked, accumulate=True)
+
+    _compute(roots, seeds, wrt, retain_graph, create_graph, grad_tensors, deliver, terms=True)
 
 
 def _owner(node: Node) -> Any:
@@ -353,18 +618,24 @@ def _owner(node: Node) -> Any:
     return _RETAINED.get(node.id)
 
 
-def _deliver(node: Node, g: Any, term: Any) -> None:
-    for hook in _HOOKS.get(node.id, []):
-        r = hook(g)
-        if r is not None:
-            if node.op is not _src.leaf:
-                # the gradient program runs the whole backward at once: nothing can be replaced mid-way
-                raise RuntimeError("symgrad: a hook on a non-leaf tensor can observe its gradient but not replace "
-                                   "it; return None from the hook")
-            g = r
+def _finish(node: Node, g: Any, term: Any, hooked: bool, accumulate: bool) -> Any:
+    """The complete gradient ``g`` of ``node``: its tensor hooks (unless they ran where the backward was split),
+    then into ``.grad`` (leaves when ``accumulate``; retained tensors always) and the post-accumulate hooks."""
+    if not hooked:
+        g = run_tensor_hooks(node, g)
     t = _owner(node)
-    if t is None:
-        return
+    if t is None or not (accumulate or node.id in _RETAINED):
+        return g
+    _store(t, g if accumulate or g.requires_grad else make_tensor(g._data.copy()), term)
+    post = _POST_HOOKS.get(node) if accumulate else None
+    if post:
+        for fn in tuple(post.values()):
+            fn(t)
+    return g
+
+
+def _store(t: Any, g: Any, term: Any) -> None:
+    """Accumulate ``g`` into ``t.grad`` (a buffer of its own; recorded when either requires grad)."""
     if t._grad is None:
         if not g.requires_grad and not (g._data.flags.writeable and g._data.flags.owndata):
             g = type(g)(g._data.copy())  # .grad accumulates in place: it needs a buffer of its own
@@ -417,18 +688,13 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     # torch also fills the ``.grad`` of retained (``retain_grad()``) tensors the gradient passes through
     ids = {w.id for w in wrt}
     retained = [n for n in _graph_leaves(roots) if n.op is not _src.leaf and n.id not in ids]
-    if create_graph:
-        gs = backward_create_graph(roots, seeds, wrt + retained, grad_outputs)
-    else:
-        arrs, _, _ = run_graph(roots, seeds, wrt + retained, retain_graph)
-        gs = [None if a is None else make_tensor(a) for a in arrs]
-    gs, extra = gs[:len(wrt)], gs[len(wrt):]
-    for node, g in zip(retained, extra):
-        if g is not None:
-            _deliver(node, g, None)
-    for w, g in zip(wrt, gs):
-        if g is not None and w.id in _RETAINED:
-            _deliver(w, g if g.requires_grad else make_tensor(g._data.copy()), None)
+
+    def deliver(w: Node, g: Any, term: Any, hooked: bool) -> Any:
+        # the hooks of a differentiated tensor run before its gradient is captured, as torch's
+        return _finish(w, g, None, hooked, accumulate=False)
+
+    gs = _compute(roots, seeds, wrt + retained, retain_graph, create_graph, grad_outputs, deliver, terms=False)
+    gs = gs[:len(wrt)]
     out = []
     for i, (t, g) in enumerate(zip(inputs, gs)):
         if g is None:

@@ -18,13 +18,14 @@ if TYPE_CHECKING:
 
 
 def backward_create_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node],
-                          grad_tensors: Sequence[Any] | None = None) -> list:
+                          grad_tensors: Sequence[Any] | None = None, cut: frozenset[int] | set[int] = frozenset()
+                          ) -> list:
     """The gradients of ``roots`` (cotangents ``seeds``) w.r.t. ``wrt`` as recorded tensors. A cotangent given
     as a tensor that requires grad (``grad_tensors``) enters the recorded graph itself, so the gradients
     depend on it differentiably (torch's double-backward trick)."""
     seed_nodes = [Node(_src.const, (), (), s.shape, dtypes.from_numpy_dtype(s.dtype), value=s) for s in seeds]
-    grads, _ = backward_graph(roots, seed_nodes, wrt)
-    forward = {n.id for n in toposort(roots, stop=lambda n: not n.requires_grad)}
+    grads, _ = backward_graph(roots, seed_nodes, wrt, cut=cut)  # nothing flows past ``cut`` (the engine's splits)
+    forward = {n.id for n in toposort(roots, stop=lambda n: not n.requires_grad or n.id in cut)}
     known = {s.id: make_tensor(s.value) for s in seed_nodes}
     for s, g in zip(seed_nodes, grad_tensors or ()):
         if getattr(g, "requires_grad", False) and tuple(g.shape) == s.shape and g._data.dtype == s.value.dtype:

@@ -9,7 +9,7 @@ import numpy as np
 from ...core import dtypes
 from ...core.graph import Node
 from .. import writes as _ip
-from ..autograd import backward, grad_fn_of, register_hook, register_leaf, retain
+from ..autograd import backward, grad_fn_of, register_hook, register_leaf, register_post_accumulate_grad_hook, retain
 from ..base import _LEAF, TensorBase, make_tensor
 
 if TYPE_CHECKING:
@@ -147,4 +147,9 @@ class AutogradMethods:
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook: Any) -> Any:
+        """``hook(grad)`` when this tensor's gradient is computed; a tensor it returns replaces the gradient."""
         return register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        """``hook(tensor)`` after this leaf's gradient was accumulated into ``.grad``."""
+        return register_post_accumulate_grad_hook(self, hook)

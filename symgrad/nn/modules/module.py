@@ -16,10 +16,12 @@ from ...core import dtypes
 from ...core.dtypes import DType
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
+from ..backward_hooks import BackwardHook
 from ..hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_hook", "register_module_full_backward_pre_hook"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
@@ -28,6 +30,9 @@ _global_forward_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
 _global_forward_hooks: OrderedDict[int, Callable] = OrderedDict()
 _global_forward_hooks_always_called: OrderedDict[int, bool] = OrderedDict()
 _global_forward_hooks_with_kwargs: OrderedDict[int, bool] = OrderedDict()
+_global_backward_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_backward_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_is_full_backward_hook: bool | None = None
 
 _TENSOR_TYPE_NAMES = {"float16": "HalfTensor", "bfloat16": "BFloat16Tensor", "float32": "FloatTensor",
                       "float64": "DoubleTensor", "int8": "CharTensor", "uint8": "ByteTensor", "int16": "ShortTensor",
@@ -93,6 +98,25 @@ def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool 
         _global_forward_hooks_with_kwargs[handle.id] = True
     if always_call:
         _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """A backward pre-hook every module runs before its own ones (``hook(module, grad_output)``)."""
+    handle = RemovableHandle(_global_backward_pre_hooks)
+    _global_backward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """A backward hook every module runs before its own ones (``hook(module, grad_input, grad_output)``)."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = True
+    handle = RemovableHandle(_global_backward_hooks)
+    _global_backward_hooks[handle.id] = hook
     return handle
 
 
@@ -540,10 +564,13 @@ class Module:
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         forward_call = self.forward
         if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
-                or _global_forward_pre_hooks):
+                or _global_forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_backward_hooks or _global_backward_pre_hooks):
             return forward_call(*args, **kwargs)
         result = None
         called_always: set[int] = set()
+        full_backward_hooks, backward_pre_hooks = self._get_backward_hooks()
+        bw_hook = None
         try:
             for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
                 if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -558,6 +585,9 @@ class Module:
                     out = hook(self, args)
                     if out is not None:
                         args = out if isinstance(out, tuple) else (out,)
+            if full_backward_hooks or backward_pre_hooks:
+                bw_hook = BackwardHook(self, full_backward_hooks, backward_pre_hooks)
+                args = bw_hook.setup_input_hook(args)
             result = forward_call(*args, **kwargs)
             for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
@@ -568,6 +598,11 @@ class Module:
                     out = hook(self, args, result)
                 if out is not None:
                     result = out
+            if bw_hook is not None:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                                  f"Tensors but received {type(result)}", stacklevel=2)
+                result = bw_hook.setup_output_hook(result)
             return result
         except Exception:
             for hook_id, hook in _global_forward_hooks.items():
@@ -623,12 +658,44 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
-        raise NotImplementedError("symgrad does not support module backward hooks yet; register a hook on the "
-                                  "module's output tensor (Tensor.register_hook) instead")
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output)`` when the gradients of the module's outputs are known; a tuple it returns
+        replaces ``grad_output`` (what flows into the module)."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
-    register_full_backward_pre_hook = register_full_backward_hook
-    register_backward_hook = register_full_backward_hook
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` when the gradients of the module's inputs are known (one
+        entry per positional argument, None for non-tensors); a tuple it returns replaces ``grad_input``."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = True
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        raise NotImplementedError("symgrad does not support the deprecated register_backward_hook (its grad_input "
+                                  "is that of the module's last operation); use register_full_backward_hook")
+
+    def _get_backward_hooks(self) -> tuple[list[Callable], list[Callable]]:
+        """(full backward hooks, backward pre-hooks): the global ones first."""
+        full: list[Callable] = []
+        if _global_is_full_backward_hook is True:
+            full += _global_backward_hooks.values()
+        if self._is_full_backward_hook is True:
+            full += self._backward_hooks.values()
+        pre = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+        return full, pre
 
     # ------------------------------------------------------------------ state dicts
     def register_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
