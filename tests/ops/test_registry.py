@@ -37,6 +37,7 @@ from symgrad.eager import composite, math_ops
 from symgrad.eager.base import _arr
 from symgrad.eager.record import _apply, _input_node
 from symgrad.kernels.lower import lower
+from symgrad.nn import functional as nn_functional
 from symgrad.ops import OUT, REGISTRY, A
 from symgrad.ops.index import normalize_index
 
@@ -620,6 +621,48 @@ CASES += [
     Case("trunc", lambda lib, x: lib.fix(x * 3), [((2, 3),)], (_away0,), "fix"),
 ]
 
+
+def _prob(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    return rng.uniform(0.1, 0.9, shape)
+
+
+def _seeded_dropout(lib: Any, x: Any) -> Any:
+    lib.manual_seed(0)  # both libraries draw torch's mask from the same generator state
+    return lib.nn.functional.dropout(x, 0.3)
+
+
+def _nnf(name: str) -> Callable:
+    return lambda lib: getattr(lib.nn.functional, name)
+
+
+#: the nn.functional ops the nn modules use (Linear, Dropout, the loss modules, ...): one row group
+NN_FUNCTIONAL_CASES: list[Case] = [
+    Case("fused", lambda lib, x, w, b: _nnf("linear")(lib)(x, w, b), [((4, 3), (2, 3), (2,))], (_any, _any, _any),
+         "linear"),
+    Case("matmul", lambda lib, x, w: _nnf("linear")(lib)(x, w), [((4, 3), (2, 3)), ((3,), (2, 3))], (_any, _any),
+         "linear no bias"),
+    Case("mul", _seeded_dropout, [((4, 5),)], (_any,), "dropout seeded"),
+    Case("fused", lambda lib, x, t: _nnf("mse_loss")(lib)(x, t), [((4, 3), (4, 3))], (_any, _any), "mse_loss"),
+    Case("mean", lambda lib, x, t: _nnf("l1_loss")(lib)(x, t), [((4, 3), (4, 3))], (_any, _any), "l1_loss"),
+    Case("fused", lambda lib, x, t: _nnf("smooth_l1_loss")(lib)(x, t), [((4, 3), (4, 3))], (_any, _any),
+         "smooth_l1_loss"),
+    Case("fused", lambda lib, x, t: _nnf("huber_loss")(lib)(x, t, delta=0.5), [((4, 3), (4, 3))], (_any, _any),
+         "huber_loss"),
+    Case("fused", lambda lib, x, t: _nnf("binary_cross_entropy")(lib)(lib.sigmoid(x), t), [((4, 3), (4, 3))],
+         (_any, _prob), "binary_cross_entropy"),
+    Case("fused", lambda lib, x, t: _nnf("binary_cross_entropy_with_logits")(lib)(x, t), [((4, 3), (4, 3))],
+         (_any, _prob), "binary_cross_entropy_with_logits"),
+    Case("fused", lambda lib, x: _nnf("nll_loss")(lib)(lib.log_softmax(x, 1), lib.tensor([0, 2, 1, 1])),
+         [((4, 3),)], (_any,), "nll_loss"),
+    Case("fused", lambda lib, x: _nnf("cross_entropy")(lib)(x, lib.tensor([0, 2, 1, 1])), [((4, 3),)], (_any,),
+         "cross_entropy"),
+    Case("div", lambda lib, x: _nnf("normalize")(lib)(x), [((4, 3),)], (_away0,), "normalize"),
+    Case("sum", lambda lib, x, t: _nnf("cosine_similarity")(lib)(x, t), [((4, 3), (4, 3))], (_away0, _away0),
+         "cosine_similarity"),
+    Case("fused", lambda lib, x: _nnf("pad")(lib)(x, (1, 2)), [((4, 3),)], (_any,), "pad"),
+]
+CASES += NN_FUNCTIONAL_CASES
+
 # ---------------------------------------------------------------------------- torch's elementwise math, nn.functional
 # (symgrad/math_ops.py, symgrad/nn/functional.py): one elementwise registry op each
 
@@ -885,15 +928,19 @@ def test_every_op_has_a_grad_fn_name_and_a_rule():
 
 
 #: public composites that compute their result in numpy without recording a node (no gradient in torch either)
-DATA_ONLY = {"floor_divide", "isclose", "argsort"}
+DATA_ONLY = {"floor_divide", "isclose", "argsort", "one_hot"}
 
 
-@pytest.mark.parametrize("name", sorted(set(composite.__all__) | set(math_ops.__all__)))
+@pytest.mark.parametrize("name", sorted(set(composite.__all__) | set(math_ops.__all__) | set(nn_functional.__all__)))
 def test_every_public_composite_has_a_row(name: str):
-    """Each composite of ``eager/composite.py`` and ``eager/math_ops.py`` is exercised by a case of its name;
-    the data-only ones are checked to record nothing."""
+    """Each composite of ``eager/composite.py``, ``eager/math_ops.py`` and ``sg.nn.functional`` is exercised by
+    a case of its name; the data-only ones are checked to record nothing."""
     if name in DATA_ONLY:
         x = sg.tensor([[1.5, -2.0], [0.5, 3.0]], requires_grad=True)
+        if name == "one_hot":
+            out = sg.nn.functional.one_hot(sg.tensor([0, 2, 1]))
+            assert out._node is None and out.dtype is sg.int64
+            return
         out = getattr(sg, name)(x, x) if name != "argsort" else sg.argsort(x)
         assert out._node is None and not out.requires_grad
         return
