@@ -57,7 +57,10 @@ def _elementwise_vjp(node: Node, g: Node, masked: bool) -> tuple[tuple[Node | No
         if p == 0 or not x.requires_grad or (node.op.diff_args is not None and i not in node.op.diff_args):
             out.append(None)
             continue
-        if p == 1:
+        if node.op.name == "pow":
+            c = _pow_contribution(node, g, x, masked)
+            saves = True
+        elif p == 1:
             c = g
         else:
             e = A[0] * p.xreplace(shift)
@@ -71,6 +74,18 @@ def _elementwise_vjp(node: Node, g: Node, masked: bool) -> tuple[tuple[Node | No
                 A[k] in p.free_symbols for k, inp in enumerate(node.inputs) if inp.op.name == "scalar")
         out.append(sum_to_node(c, x.shape))
     return tuple(out), saves
+
+
+def _pow_contribution(node: Node, g: Node, x: Node, masked: bool) -> Node:
+    """``g * e * x ** (e - 1)`` with ``x ** (e - 1)`` a node of its own, as torch's rule computes it: the
+    derivative keeps depending on ``x`` even where it is constant (``x ** 1``, the second derivative of
+    ``x ** 2``), so ``create_graph`` results keep their grad_fn as torch's do (and the rule saves ``x``)."""
+    e = node.attr("exponent")
+    base = apply("pow", x, exponent=e - 1)
+    expr = A[0] * e * A[1]
+    if masked:
+        expr = sp.Piecewise((0, sp.Eq(A[0], 0) & IsNotFinite(A[1])), (expr, True))
+    return fused((g, base), expr, node.dtype)
 
 
 def _add(a: Node, b: Node) -> Node:
