@@ -156,7 +156,7 @@ class BackwardCFunction(PythonGradFn, FunctionCtx):
             else:
                 t = e[1]
             if t._version.v != e[-1]:
-                raise modified_error(t, e[-1])
+                raise modified_error(t, e[-1], self.name() if kind == "output" else None)
             out.append(t)
         return tuple(out)
 

@@ -271,10 +271,11 @@ _FREED_MSG = (
 FREED_MSG = _FREED_MSG
 
 
-def modified_error(t: Any, expected: int) -> RuntimeError:
-    """torch's error for a saved tensor ``t`` written in place since it was saved (at version ``expected``)."""
+def modified_error(t: Any, expected: int, saved_by: str | None = None) -> RuntimeError:
+    """torch's error for a saved tensor ``t`` written in place since it was saved (at version ``expected``); a
+    saved output is named after the node that saved it (``saved_by``), an input after its current grad_fn."""
     n = t._node
-    name = None if n is None or n.op is _src.leaf else grad_fn_of(n).name()
+    name = saved_by or (None if n is None or n.op is _src.leaf else grad_fn_of(n).name())
     which = "" if name is None else f", which is output 0 of {_short_name(name)},"
     shape = ", ".join(map(str, t.shape))
     return RuntimeError(

@@ -411,7 +411,7 @@ def test_hooks_see_module_and_handles_ids_increase():
     h2 = m.register_forward_pre_hook(lambda mod, args: None)
     m(sg.ones(1))
     assert got == [True] and h2.id > h1.id and isinstance(h1, sg.nn.RemovableHandle)
-    assert isinstance(m.register_full_backward_hook(lambda *a: None), sg.nn.RemovableHandle)  # tests/eager/test_hooks.py
+    assert isinstance(m.register_full_backward_hook(lambda *a: None), sg.nn.RemovableHandle)
 
 
 def test_state_dict_and_load_hooks():
