@@ -11,11 +11,14 @@ from typing import Any, Callable, NoReturn, Sequence
 
 import numpy as np
 
+from .batching import STATS, Unbatchable, batched_call
 from .compiler.function import CompiledFunction
 from .compiler.transforms import DerivativeFunction, jvp, vjp
 from .eager.basic import cat, stack
 from .eager.random import get_rng_state, set_rng_state
+from .eager.record import _apply
 from .eager.tensor import Tensor
+from .ops import REGISTRY
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
 
@@ -279,8 +282,81 @@ def _run_examples(func: Callable, batch_size: int, flat_in_dims: list, flat_args
     return outs
 
 
+def _unbatch(name: str, value: Any, batched: bool, out_dim: int | None, batch_size: int) -> Any:
+    """One output of the batched path with its batch dimension moved to ``out_dim`` (torch's checks)."""
+    if out_dim is None:
+        if batched:
+            raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
+        return value
+    if not isinstance(value, Tensor):
+        raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(value)}. "
+                         "Did you mean to set out_dims= to None for output?")
+    rank = value.ndim - (1 if batched else 0)
+    if not -(rank + 1) <= out_dim <= rank:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-(rank + 1)}, {rank}], but got "
+                         f"{out_dim})")
+    if not batched:
+        value = _apply(REGISTRY["expand"], value.unsqueeze(0), shape=(batch_size,) + tuple(value.shape))
+    d = out_dim % (rank + 1)
+    if d:
+        dims = list(range(1, rank + 1))
+        dims.insert(d, 0)
+        value = _apply(REGISTRY["permute"], value, dims=tuple(dims), fn="PermuteBackward0")
+    return value
+
+
 def _flat_vmap(func: Callable, batch_size: int, flat_in_dims: list, flat_args: list, spec: TreeSpec,
                out_dims: Any, randomness: str, kwargs: dict) -> Any:
+    """The batched path (trace once, replay on the batch) where it applies; one call per example otherwise."""
+    try:
+        out, out_spec, values = batched_call(func, batch_size, flat_in_dims, flat_args, spec, tree_unflatten,
+                                             tree_flatten, kwargs)
+    except Unbatchable:
+        STATS["looped"] += 1
+        return _looped_vmap(func, batch_size, flat_in_dims, flat_args, spec, out_dims, randomness, kwargs)
+    dims = _flat_out_dims(out, out_dims, out_spec, func)
+    name = _get_name(func)
+    res = [_unbatch(name, v, b, d, batch_size) for (v, b), d in zip(values, dims)]
+    if not _agrees(func, res, dims, out_spec, flat_in_dims, flat_args, spec, kwargs):
+        STATS["mismatch"] += 1
+        STATS["looped"] += 1
+        return _looped_vmap(func, batch_size, flat_in_dims, flat_args, spec, out_dims, randomness, kwargs)
+    STATS["batched"] += 1
+    return tree_unflatten(res, out_spec)
+
+
+def _agrees(func: Callable, res: list, dims: list, out_spec: TreeSpec, flat_in_dims: list, flat_args: list,
+            spec: TreeSpec, kwargs: dict) -> bool:
+    """Whether the batched results' first example is what ``func`` gives on the first example eagerly: the
+    check that no code read a traced value's placeholder data (a seed handed to the eager engine, a traced
+    value copied into a new tensor, ...), in which case vmap runs one call per example instead."""
+    args = [a.select(d, 0) if d is not None else a for a, d in zip(flat_args, flat_in_dims)]
+    ref, ref_spec = tree_flatten(func(*tree_unflatten(args, spec), **kwargs))
+    if ref_spec != out_spec:
+        return False
+    for r, v, d in zip(ref, res, dims):
+        if d is not None:
+            v = v.select(d, 0)
+        if isinstance(r, Tensor) != isinstance(v, Tensor):
+            return False
+        if not isinstance(r, Tensor):
+            if not (r is v or r == v):
+                return False
+            continue
+        a, b = np.asarray(v._data), np.asarray(r._data)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.dtype.kind in "fc":
+            with np.errstate(all="ignore"):
+                if not np.allclose(a, b, rtol=1e-4, atol=1e-6, equal_nan=True):
+                    return False
+        elif not np.array_equal(a, b):
+            return False
+    return True
+
+
+def _looped_vmap(func: Callable, batch_size: int, flat_in_dims: list, flat_args: list, spec: TreeSpec,
+                 out_dims: Any, randomness: str, kwargs: dict) -> Any:
     outs = _run_examples(func, batch_size, flat_in_dims, flat_args, spec, randomness, kwargs)
     flat0, out_spec = tree_flatten(outs[0])
     dims = _flat_out_dims(outs[0], out_dims, out_spec, func)

@@ -9,6 +9,7 @@ the traceback of the forward call that recorded it.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
 
 import numpy as np
@@ -18,6 +19,8 @@ from ..ops import source as _src
 from .anomaly import _MODE, warn_forward
 from .create_graph import backward_create_graph
 from .grad_mode import no_grad
+
+log = logging.getLogger("symgrad")
 
 
 def _has_nan(t: Any) -> bool:
@@ -48,6 +51,25 @@ def _local_vjp(node: Node, g: Any) -> list[Any]:
     return [got.get(c.id) for c in cut_inputs]
 
 
+def _first_nan(roots: Sequence[Node], seeds: Sequence[np.ndarray], order: Sequence[Node],
+               needed: set[int]) -> tuple[Node, int] | None:
+    """The first node (torch's order) whose backward returns a NaN, and which output holds it."""
+    nodes = [n for n in order if n.id in needed]
+    with no_grad(), np.errstate(all="ignore"):
+        totals = backward_create_graph(list(roots), list(seeds), nodes)
+        adj = {n.id: t for n, t in zip(nodes, totals)}
+        for n in sorted(nodes, key=lambda m: -m.id):  # torch runs the latest recorded node first
+            if n.op.family == "source" or (n.op.name == "clone" and n.attr("saved")) or adj.get(n.id) is None:
+                continue
+            if not any(_has_nan(adj.get(x.id)) for x in n.inputs if x.id in needed):
+                continue  # no NaN below: this rule returned none
+            contribs = _local_vjp(n, adj[n.id])
+            for k, pos in enumerate(_outputs(n)):
+                if n.inputs[pos].id in needed and _has_nan(contribs[pos]):
+                    return n, k
+    return None
+
+
 def check_backward(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node]) -> None:
     """In anomaly mode with ``check_nan``: raise torch's error if a backward function on the way from
     ``roots`` to ``wrt`` returns NaN. Does nothing otherwise (one flag test)."""
@@ -61,22 +83,13 @@ def check_backward(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequ
     for n in order:  # inputs before users: a node runs when a differentiated input lies below it
         if n.id in wrt_ids or any(x.id in needed for x in n.inputs if x.requires_grad):
             needed.add(n.id)
-    nodes = [n for n in order if n.id in needed]
-    if not nodes:
+    try:
+        found = _first_nan(roots, seeds, order, needed)
+    except Exception:  # noqa: BLE001 - a graph this pass can't evaluate (Python backward code): the engine decides
+        log.debug("anomaly mode: the NaN check could not evaluate this graph", exc_info=True)
         return
-    with no_grad(), np.errstate(all="ignore"):
-        totals = backward_create_graph(list(roots), list(seeds), nodes)
-        adj = {n.id: t for n, t in zip(nodes, totals)}
-        for n in sorted(nodes, key=lambda m: -m.id):  # torch runs the latest recorded node first
-            if n.op.family == "source" or (n.op.name == "clone" and n.attr("saved")):
-                continue
-            if adj.get(n.id) is None:
-                continue
-            if not any(_has_nan(adj.get(x.id)) for x in n.inputs if x.id in needed):
-                continue  # nothing below holds a NaN: this rule returned none
-            contribs = _local_vjp(n, adj[n.id])
-            for k, pos in enumerate(_outputs(n)):
-                if n.inputs[pos].id in needed and _has_nan(contribs[pos]):
-                    name = n.op.grad_fn_name(dict(n.attrs))
-                    warn_forward(n, name)
-                    raise RuntimeError(f"Function '{name}' returned nan values in its {k}th output.")
+    if found is not None:
+        n, k = found
+        name = n.fn.name() if n.fn is not None else n.op.grad_fn_name(dict(n.attrs))
+        warn_forward(n, name)
+        raise RuntimeError(f"Function '{name}' returned nan values in its {k}th output.")

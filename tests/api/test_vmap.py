@@ -149,6 +149,24 @@ def test_errors_match_torch(call):
     assert_same_error(lambda: call(sg, sx, sy), lambda: call(torch, tx, ty))
 
 
+def test_batched_path_records_torchs_graph_and_errors():
+    from symgrad.batching import STATS
+    before = dict(STATS)
+    sx, tx = sg.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    for f in (lambda lib: lib.sin, lambda lib: (lambda r: r * 2), lambda lib: (lambda r: r.sum()),
+              lambda lib: (lambda r: r.softmax(0)), lambda lib: (lambda r: lib.cat([r, r]))):
+        so, to = sg.func.vmap(f(sg))(sx), torch.func.vmap(f(torch))(tx)
+        assert_close(so, to)
+        assert type(so.grad_fn).__name__ == type(to.grad_fn).__name__
+    assert STATS["batched"] == before["batched"] + 5 and STATS["mismatch"] == before["mismatch"]
+    for body in (lambda lib: (lambda r: r * r.sum().item()), lambda lib: (lambda r: r if r.sum() > 0 else -r),
+                 lambda lib: (lambda r: r * float(r[0]))):
+        assert_same_error(lambda b=body: sg.func.vmap(b(sg))(sg.tensor(X)),
+                          lambda b=body: torch.func.vmap(b(torch))(torch.tensor(X)))
+    n = sg.tensor(2.0)  # an unbatched argument may be read
+    assert_close(sg.func.vmap(lambda r, k: r * k.item(), in_dims=(0, None))(sg.tensor(X), n), torch.tensor(X) * 2)
+
+
 def test_vmap_keeps_the_function_name():
     assert sg.func.vmap(_named).__name__ == "_named"
     assert sg.vmap is sg.func.vmap
