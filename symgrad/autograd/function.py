@@ -32,7 +32,7 @@ from ..compiler.tracing import TraceContext, Tracer
 from ..core import context as _trace
 from ..core.errors import TracingError
 from ..core.graph import Node
-from ..eager.autograd import FREED_MSG, PYTHON_NODES, PythonGradFn, modified_error
+from ..eager.autograd import FREED_MSG, PYTHON_NODES, PythonGradFn, modified_error, run_posthooks, run_prehooks
 from ..eager.base import is_traced, make_tensor
 from ..eager.formula import _number
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad
@@ -191,10 +191,7 @@ class BackwardCFunction(PythonGradFn, FunctionCtx):
         gs: list[Any] = [None] * len(self._out_specs)
         for n, g in grads:
             gs[n.attr("output")] = g
-        for hook in tuple(self._pre_hooks.values()):
-            r = hook(tuple(gs))
-            if r is not None:
-                gs = list(r)
+        gs = list(run_prehooks(self._pre_hooks, tuple(gs)))
         raw = tuple(gs)  # what the node hooks see: None where no gradient arrived
         if self.materialize_grads:
             gs = [make_tensor(np.zeros(spec[0], spec[1].np)) if g is None and spec is not None else g
@@ -203,12 +200,7 @@ class BackwardCFunction(PythonGradFn, FunctionCtx):
             res = _user_backward(self._forward_cls)(self, *gs)
             got = _validate(self, res)
         if self._post_hooks:
-            gi = tuple(got)
-            for hook in tuple(self._post_hooks.values()):
-                r = hook(gi, raw)
-                if r is not None:
-                    gi = tuple(r)
-            got = list(gi)
+            got = list(run_posthooks(self._post_hooks, tuple(got), raw))
         return [(x, g) for x, g in zip(self._in_nodes, got) if g is not None]
 
     def release(self) -> None:

@@ -30,7 +30,7 @@ from .anomaly_check import check_backward
 from .base import TensorBase, make_tensor
 from .create_graph import backward_create_graph
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
-from .hooks import RemovableHandle, check_hook_result
+from .hooks import RemovableHandle, check_hook_result, hook_name
 from .record import SAVED_INPUTS
 
 if TYPE_CHECKING:
@@ -65,11 +65,14 @@ class GradFn:
     def requires_grad(self) -> bool:
         return True
 
-    def register_hook(self, fn: Callable) -> Any:
-        raise RuntimeError("hooks on grad_fn objects are not supported by symgrad (only on autograd.Function "
-                           "nodes); use Tensor.register_hook")
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after this node's backward (one gradient per ``next_functions``
+        entry); a tuple it returns replaces ``grad_inputs``."""
+        return _add_hook(_NODE_POST, self._node, fn)
 
-    register_prehook = register_hook
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_outputs)`` before this node's backward; a tuple it returns replaces ``grad_outputs``."""
+        return _add_hook(_NODE_PRE, self._node, fn)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -162,6 +165,9 @@ _RETAINED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 _HOOKS: weakref.WeakKeyDictionary[Node, OrderedDict] = weakref.WeakKeyDictionary()
 #: leaf node -> its post-accumulate-grad hooks
 _POST_HOOKS: weakref.WeakKeyDictionary[Node, OrderedDict] = weakref.WeakKeyDictionary()
+#: node -> the pre-hooks / hooks registered on its grad_fn (``grad_fn.register_prehook`` / ``register_hook``)
+_NODE_PRE: weakref.WeakKeyDictionary[Node, OrderedDict] = weakref.WeakKeyDictionary()
+_NODE_POST: weakref.WeakKeyDictionary[Node, OrderedDict] = weakref.WeakKeyDictionary()
 #: live nodes whose grad_fn is a ``PythonGradFn`` (``autograd.Function`` outputs): the backward splits there
 PYTHON_NODES: weakref.WeakSet[Node] = weakref.WeakSet()
 
@@ -199,6 +205,39 @@ def register_post_accumulate_grad_hook(t: Any, fn: Callable) -> RemovableHandle:
     return _add_hook(_POST_HOOKS, t._node, fn)
 
 
+def _checked_values(fn: Callable, old: tuple, new: Any) -> tuple:
+    """torch's checks of the tuple a node hook returned in place of ``old``."""
+    if not isinstance(new, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
+    if len(new) != len(old):
+        raise RuntimeError(f"hook '{hook_name(fn)}' has returned an incorrect number of values (got {len(new)}, but "
+                           f"expected {len(old)})")
+    for o, n in zip(old, new):
+        if n is not None:
+            if o is None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+            check_hook_result(fn, o, n, TensorBase)
+    return new
+
+
+def run_prehooks(hooks: OrderedDict | None, grad_outputs: tuple) -> tuple:
+    """``grad_outputs`` after a node's pre-hooks (each may return a replacement tuple)."""
+    for fn in tuple(hooks.values()) if hooks else ():
+        r = fn(grad_outputs)
+        if r is not None:
+            grad_outputs = _checked_values(fn, grad_outputs, r)
+    return grad_outputs
+
+
+def run_posthooks(hooks: OrderedDict | None, grad_inputs: tuple, grad_outputs: tuple) -> tuple:
+    """``grad_inputs`` after a node's hooks ``fn(grad_inputs, grad_outputs)`` (each may replace them)."""
+    for fn in tuple(hooks.values()) if hooks else ():
+        r = fn(grad_inputs, grad_outputs)
+        if r is not None:
+            grad_inputs = _checked_values(fn, grad_inputs, r)
+    return grad_inputs
+
+
 def run_tensor_hooks(node: Node, g: Any) -> Any:
     """``g`` after the tensor hooks of ``node`` (each may replace it), with torch's checks of what they return."""
     hooks = _HOOKS.get(node)
@@ -233,9 +272,11 @@ STATS = {"derived": 0, "hits": 0}
 
 def structure_key(order: Sequence[Node], wrt_pos: Sequence[int], seeds: Sequence[np.ndarray]) -> tuple:
     pos = {n.id: i for i, n in enumerate(order)}
-    return (tuple((n.op.name, n.attrs if n.op is not _src.scalar else (), tuple(pos.get(i.id, -1) for i in n.inputs),
-                   n.shape, n.dtype.name, n.requires_grad) for n in order),
-            tuple(wrt_pos), tuple((s.shape, s.dtype.str) for s in seeds))
+    scalar = _src.scalar
+    # ops by identity (each OpDef is one object): hashing and comparing them is cheaper than their names
+    return (tuple([(n.op, n.attrs if n.op is not scalar else (), tuple([pos.get(i.id, -1) for i in n.inputs]),
+                    n.shape, n.dtype.name, n.requires_grad) for n in order]),
+            tuple(wrt_pos), tuple([(s.shape, s.dtype.str) for s in seeds]))
 
 
 def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[Node],
@@ -430,7 +471,7 @@ class _Unit:
 
 def _units(order: Sequence[Node]) -> list[_Unit]:
     """The places the backward over ``order`` must be split (empty for the one-program path)."""
-    if not _HOOKS and not PYTHON_NODES:
+    if not _HOOKS and not PYTHON_NODES and not _NODE_PRE and not _NODE_POST:
         return []
     units: list[_Unit] = []
     calls: dict[int, _Unit] = {}
@@ -442,7 +483,7 @@ def _units(order: Sequence[Node]) -> list[_Unit]:
                 u = calls[id(f)] = _Unit(i, f)
                 units.append(u)
             u.nodes.append(n)
-        elif n.op is not _src.leaf and n.requires_grad and _HOOKS.get(n):
+        elif n.op is not _src.leaf and n.requires_grad and (_HOOKS.get(n) or _NODE_PRE.get(n) or _NODE_POST.get(n)):
             units.append(_Unit(i, None, [n]))
     return units
 
@@ -451,6 +492,32 @@ def _plus(a: Any, b: Any, create_graph: bool) -> Any:
     if create_graph:
         return a + b
     return make_tensor(a._data + b._data)
+
+
+def _local_grads(n: Node, g: Any, ins: Sequence[Node], create_graph: bool, saving: list[Node]) -> tuple:
+    """The gradients node ``n``'s own rule gives each of ``ins`` (its inputs in ``next_functions`` order) for
+    its gradient ``g``: one program cut at the inputs (a copy over stand-in inputs when one is used twice, as
+    in ``x * x``, whose two gradients torch reports separately)."""
+    if n.freed:
+        raise RuntimeError(_FREED_MSG)
+    node, wrt = n, [x for x in ins if x.requires_grad]
+    if len({x.id for x in ins}) < len(ins):
+        stand = [Node(_src.leaf, (), (), x.shape, x.dtype, value=x.value, requires_grad=x.requires_grad)
+                 if x in ins else x for x in n.inputs]
+        node = Node(n.op, tuple(stand), n.attrs, n.shape, n.dtype, value=n.value, requires_grad=True)
+        ins = [stand[k] for k, x in enumerate(n.inputs) if n.op.diff_args is None or k in n.op.diff_args]
+        wrt = [x for x in ins if x.requires_grad]
+    arr = np.asarray(g._data, dtype=n.dtype.np)
+    cut = {x.id for x in ins}
+    if create_graph:
+        out = backward_create_graph([node], [arr], wrt, [g], cut=cut)
+    else:
+        arrs, order, prog = run_graph([node], [arr], wrt, True, cut=cut)
+        if any(order[i] is node for i in prog.saving):
+            saving.append(n)
+        out = [None if a is None else make_tensor(a) for a in arrs]
+    got = dict(zip((x.id for x in wrt), out))
+    return tuple(got.get(x.id) for x in ins)
 
 
 def _compute(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node], retain_graph: bool,
@@ -569,7 +636,16 @@ def _split_backward(order: Sequence[Node], units: list[_Unit], roots: Sequence[N
             pending: dict[int, tuple[Node, Any]] = {}
             if u.fn is None:
                 n, g = grads[0]
-                if g is not None and any(x.id in needed for x in n.inputs):
+                if g is not None and _NODE_PRE.get(n):
+                    g = run_prehooks(_NODE_PRE.get(n), (g,))[0]
+                if g is not None and _NODE_POST.get(n):  # the node's own gradients, for its hooks to see
+                    ins = [x for k, x in enumerate(n.inputs) if n.op.diff_args is None or k in n.op.diff_args]
+                    gi = run_posthooks(_NODE_POST.get(n), _local_grads(n, g, ins, create_graph, saving), (g,))
+                    for x, gx in zip(ins, gi):
+                        if gx is not None and x.requires_grad and x.id in needed:
+                            pending[x.id] = (x, _plus(pending[x.id][1], gx, create_graph)) if x.id in pending \
+                                else (x, gx)
+                elif g is not None and any(x.id in needed for x in n.inputs):
                     pending[n.id] = (n, g)
             elif any(g is not None for _, g in grads):
                 ran.append(u.fn)
@@ -624,6 +700,9 @@ def _finish(node: Node, g: Any, term: Any, hooked: bool, accumulate: bool) -> An
     then into ``.grad`` (leaves when ``accumulate``; retained tensors always) and the post-accumulate hooks."""
     if not hooked:
         g = run_tensor_hooks(node, g)
+    acc = accumulate and node.op is _src.leaf  # torch runs the AccumulateGrad node (and its hooks)
+    if acc and _NODE_PRE.get(node):
+        g = run_prehooks(_NODE_PRE.get(node), (g,))[0]
     t = _owner(node)
     if t is None or not (accumulate or node.id in _RETAINED):
         return g
@@ -632,6 +711,8 @@ def _finish(node: Node, g: Any, term: Any, hooked: bool, accumulate: bool) -> An
     if post:
         for fn in tuple(post.values()):
             fn(t)
+    if acc and _NODE_POST.get(node):
+        run_posthooks(_NODE_POST.get(node), (), (g,))
     return g
 
 

@@ -428,3 +428,65 @@ def test_constant_create_graph_gradients_keep_torch_grad_fn(lib):
     z, = lib.autograd.grad(g1.sum(), x)
     assert [grad_fn_name(t) for t in (g1, g2, g3)] == ["MulBackward0", "MulBackward0", None]
     assert g1.tolist() == [1.0, 1.0] and g2.tolist() == [2.0, 2.0] and z.tolist() == [0.0, 0.0]
+
+
+# ---------------------------------------------------------------------------- hooks on grad_fn nodes
+
+def test_grad_fn_hooks_and_prehooks():
+    def f(lib):
+        log = []
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 2
+        y = h * 3
+        y.grad_fn.register_hook(lambda gi, go: log.append(("post", _plain(gi), _plain(go))))
+        y.grad_fn.register_prehook(lambda go: log.append(("pre", _plain(go))))
+        y.register_hook(lambda g: log.append(("tensor", _plain(g))))
+        y.sum().backward()
+        first = x.grad.clone()
+        x.grad = None
+        y = (x * 2) * x  # two gradients for x, reported separately
+        y.grad_fn.register_hook(lambda gi, go: (log.append(_plain(gi)), (gi[0] * 0 + 1, None))[1])
+        y.sum().backward()
+        second = x.grad.clone()
+        x.grad = None
+        y = x * 2 * x
+        y.grad_fn.register_prehook(lambda go: (go[0] * 2,))
+        removed = (x * 5).grad_fn.register_hook(lambda gi, go: (gi[0] * 100,))
+        removed.remove()
+        y.sum().backward()
+        return log, first, second, x.grad
+    compare(f)
+
+
+def test_accumulate_grad_hooks_run_around_the_accumulation():
+    def f(lib):
+        log = []
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        acc = (x * 2).grad_fn.next_functions[0][0]
+        acc.register_prehook(lambda go: log.append(("acc pre", _plain(go))))
+        acc.register_hook(lambda gi, go: log.append(("acc post", _plain(gi), _plain(go))))
+        x.register_post_accumulate_grad_hook(lambda t: log.append(("post acc", _plain(t.grad))))
+        x.register_hook(lambda g: log.append(("tensor", _plain(g))))
+        (x * 2).sum().backward()
+        g = lib.autograd.grad((x * 2).sum(), x)  # autograd.grad runs no AccumulateGrad node
+        return log, g, x.grad
+    compare(f)
+
+
+@pytest.mark.parametrize("bad", ["count_post", "count_pre", "not_tuple", "size", "none"])
+def test_grad_fn_hook_results_are_checked(bad: str):
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        if bad == "count_post":
+            y.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0]))
+        elif bad == "count_pre":
+            y.grad_fn.register_prehook(lambda go: (go[0], go[0]))
+        elif bad == "not_tuple":
+            y.grad_fn.register_prehook(lambda go: go[0])
+        elif bad == "size":
+            y.grad_fn.register_hook(lambda gi, go: (lib.ones(3), None))
+        else:
+            y.grad_fn.register_hook(lambda gi, go: (gi[0], lib.ones(1)))
+        y.sum().backward()
+    assert_same_error(lambda: run(sg), lambda: run(torch))
