@@ -467,13 +467,13 @@ def _record(cls: type, ctx: BackwardCFunction, args: tuple, out: Any, differenti
             result.append(o)
             continue
         target = o
-        if any(o is args[i] for i in positions):
-            if id(o) in dirty:
-                if o.is_leaf and o.requires_grad:
-                    raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-                o._version.v += 1
-            else:  # an input returned as it is: a new tensor on its storage
-                target = Tracer.wrap(o._node) if is_traced(o) else make_tensor(o._data, _version=o._version)
+        is_input = any(o is args[i] for i in positions)
+        if is_input and id(o) in dirty:
+            if o.is_leaf and o.requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            o._version.v += 1
+        elif is_input or o._node is not None:  # an input (or a tensor with a history) returned: a new tensor on it
+            target = Tracer.wrap(o._node) if is_traced(o) else make_tensor(o._data, _version=o._version)
         ctx._out_specs.append((tuple(o.shape), o.dtype))
         if rule is not None and id(o) not in nondiff and o.dtype.is_floating_point:
             r = _apply(rule.op, target, *(args[i] for i in positions), nargs=len(args), positions=positions,
