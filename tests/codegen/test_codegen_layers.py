@@ -1,7 +1,7 @@
-"""``codegen``'s layering, read from its source: no import of symgrad, no import cycle between its
-modules, no private name of another module imported, function-level imports only to defer a heavy
-dependency (said in a comment), and every emitter takes every IR statement type through its table,
-failing loudly (``ir.Unsupported``, naming the type) on one it has no entry for.
+"""``codegen``'s parts talk through public interfaces: no private name of another module imported; and every
+emitter takes every IR statement type through its table, failing loudly (``ir.Unsupported``, naming the type)
+on one it has no entry for. (No import of symgrad, no cycle, deferred imports only for numba / scipy: the
+package-wide ``tests/test_layers.py``.)
 
 Every ``import`` counts, at module level and inside functions, except those under ``if TYPE_CHECKING:``.
 A module's package ``__init__`` running first is not an edge (only what a module names is).
@@ -90,59 +90,6 @@ def edges() -> list[Edge]:
     modules = _modules()
     assert "codegen.numba.plan" in modules and "codegen.numpy.emit" in modules
     return [e for name, path in modules.items() for e in _imports(name, path, modules)]
-
-
-def test_codegen_never_imports_symgrad(edges):
-    bad = [f"{e.source}:{e.line}: {e.text.strip()}" for e in edges
-           if e.target == "symgrad" or e.target.startswith("symgrad.")]
-    assert not bad, "codegen imports symgrad:\n" + "\n".join(bad)
-
-
-def test_no_import_cycle_between_codegen_modules(edges):
-    modules = set(_modules())
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for e in edges:
-        if e.target in modules and e.target != e.source:
-            graph[e.source].add(e.target)
-    # an import cycle is a strongly connected component of more than one module (Tarjan)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    cycles: list[list[str]] = []
-
-    def connect(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                cycles.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            connect(v)
-    assert not cycles, f"import cycles between codegen modules: {cycles}"
-
-
-def test_function_level_imports_only_defer_heavy_dependencies(edges):
-    bad = [f"{e.source}:{e.line}: {e.text.strip()}" for e in edges if e.in_function and not (
-        any(e.target == d or e.target.startswith(d + ".") for d in DEFERRABLE) and "# deferred" in e.text)]
-    assert not bad, ("a function-level import that does not defer numba or scipy (with a '# deferred: why' "
-                     "comment on its line):\n" + "\n".join(bad))
 
 
 def test_no_private_name_of_another_module(edges):
