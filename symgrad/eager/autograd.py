@@ -386,8 +386,8 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
     pos = {n.id: i for i, n in enumerate(order)}
     wrt_pos = [pos.get(w.id, -1) for w in wrt]
     key = structure_key(order, wrt_pos, seeds)
-    if cut:
-        key = (key, tuple(sorted(pos[c] for c in cut if c in pos)))
+    if cut:  # a split backward: where it stops, and which nodes it starts from (one may lie below another)
+        key = (key, tuple(sorted(pos[c] for c in cut if c in pos)), tuple(pos[r.id] for r in roots))
     prog = _PROGRAMS.get(key)
     if prog is None:
         prog = _PROGRAMS[key] = build_program(order, roots, wrt, [(s.shape, dtypes.from_numpy_dtype(s.dtype))

@@ -573,3 +573,28 @@ def test_forward_mode_through_a_function():
     xv = np.array([0.3, -0.7])
     val, tan = sg.jvp(lambda x: P3.apply(x), (xv,), (np.ones(2),))
     np.testing.assert_allclose(tan, 1.5 * (5 * xv ** 2 - 1), rtol=1e-14)
+
+
+def test_inputs_that_depend_on_each_other_and_chained_functions():
+    def f(lib):
+        class Mix(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                a, b = ctx.saved_tensors
+                return g * b, g * a
+
+        x = lib.tensor([0.5, -1.0], requires_grad=True)
+        m = x.exp()
+        out = Mix.apply(m, m * 2)  # the second input lies above the first
+        out2 = Mix.apply(my_exp(lib).apply(out), x)
+        (out2 * out).sum().backward()
+        g1 = x.grad.clone()
+        x.grad = None
+        Mix.apply(x, x).sum().backward()  # one tensor for both inputs
+        return out, out2, g1, x.grad
+    compare(f)
