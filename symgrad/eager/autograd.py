@@ -385,9 +385,9 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
                          (lambda n: not n.requires_grad))
     pos = {n.id: i for i, n in enumerate(order)}
     wrt_pos = [pos.get(w.id, -1) for w in wrt]
-    key = structure_key(order, wrt_pos, seeds)
-    if cut:  # a split backward: where it stops, and which nodes it starts from (one may lie below another)
-        key = (key, tuple(sorted(pos[c] for c in cut if c in pos)), tuple(pos[r.id] for r in roots))
+    # which nodes it starts from (one root may lie below another) and, split, where it stops
+    key = (structure_key(order, wrt_pos, seeds), tuple(pos[r.id] for r in roots),
+           tuple(sorted(pos[c] for c in cut if c in pos)) if cut else ())
     prog = _PROGRAMS.get(key)
     if prog is None:
         prog = _PROGRAMS[key] = build_program(order, roots, wrt, [(s.shape, dtypes.from_numpy_dtype(s.dtype))

@@ -490,3 +490,16 @@ def test_grad_fn_hook_results_are_checked(bad: str):
             y.grad_fn.register_hook(lambda gi, go: (gi[0], lib.ones(1)))
         y.sum().backward()
     assert_same_error(lambda: run(sg), lambda: run(torch))
+
+
+def test_programs_are_keyed_by_where_the_backward_starts():
+    def f(lib):
+        out = []
+        for k in range(2):
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            a = x * 2
+            b = a * 2
+            lib.autograd.backward([b * 2, (a, b)[k]], [lib.ones(2), lib.ones(2)])
+            out.append(x.grad)
+        return out
+    compare(f)
