@@ -538,8 +538,9 @@ def _compute(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[N
     else:
         arrs, _, _ = run_graph(roots, seeds, wrt, retain_graph, order=order)
         grads = [None if a is None else make_tensor(a) for a in arrs]
-    return [None if g is None else deliver(w, g, (roots, seeds, w) if terms and not create_graph else None, False)
-            for w, g in zip(wrt, grads)]
+    with enable_grad() if create_graph else no_grad():  # hooks run in the backward's grad mode, as torch's
+        return [None if g is None else deliver(w, g, (roots, seeds, w) if terms and not create_graph else None,
+                                               False) for w, g in zip(wrt, grads)]
 
 
 def _split_backward(order: Sequence[Node], units: list[_Unit], roots: Sequence[Node], seeds: Sequence[np.ndarray],

@@ -242,7 +242,10 @@ def test_hook_results_under_create_graph_stay_differentiable():
         k = x * 2
         k.register_hook(lambda g: modes.append(lib.is_grad_enabled()))
         k.sum().backward()
-        return g, w.grad, x.grad, modes
+        v = lib.tensor([1.0, 2.0], requires_grad=True)
+        v.register_hook(lambda g: (modes.append(lib.is_grad_enabled()), g * w)[1])
+        (v * 2).sum().backward()
+        return g, w.grad, x.grad, modes, v.grad
     compare(f)
 
 
