@@ -6,6 +6,7 @@ import functools
 import inspect
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -288,6 +289,11 @@ class CompiledFunction:
         # the all-float fast path, once installed, is the generated __call__ of a subclass (_install_fast)
         if kwargs:
             args = bind_positional(self.fn, args, kwargs)
+        spec = _dict_spec(args)
+        if spec is not None:
+            if out is not None:
+                raise TypeError("out= is not available with dict arguments")
+            return self._call_dicts(spec, args)
         if out is not None:
             return self._call_out(args, out)
         tensors = False
@@ -564,16 +570,70 @@ class CompiledFunction:
         return [None if gr is None or not x.requires_grad else substitute(gr, mapping)
                 for gr, x in zip(grads, inputs)]
 
+    # ------------------------------------------------------------------ dict arguments
+    def _flat(self, spec: tuple) -> CompiledFunction:
+        """The compiled function of the flattened arguments for one structure of dict arguments (kept): each
+        dict entry is an argument of its own, named by its key; ``argnums`` picking a dict picks its entries."""
+        flats = self.__dict__.setdefault("_flats", {})
+        if spec in flats:
+            return flats[spec]
+        for i in self.argnums:
+            if i >= len(spec):
+                raise IndexError(f"argnums {i} is out of range for a call with {len(spec)} arguments")
+        starts, names = [], []
+        for i, keys in enumerate(spec):
+            starts.append(len(names))
+            names.extend([self._name(i)] if keys is None else [str(k) for k in keys])
+        if len(set(names)) < len(names):  # keys repeated across arguments: qualify them by the argument's name
+            names = [n for i, keys in enumerate(spec) for n in
+                     ([self._name(i)] if keys is None else [f"{self._name(i)}[{k!r}]" for k in keys])]
+        fn = self.fn
+
+        def flat(*xs: Any) -> Any:
+            it = iter(xs)
+            return fn(*[next(it) if keys is None else {k: next(it) for k in keys} for keys in spec])
+
+        flat.__name__ = getattr(fn, "__name__", "f")
+        argnums = tuple(j for i in self.argnums
+                        for j in range(starts[i], starts[i] + (1 if spec[i] is None else len(spec[i]))))
+        f = flats[spec] = CompiledFunction(flat, self.mode, argnums, self.has_aux)
+        f.params = names
+        return f
+
+    def _call_dicts(self, spec: tuple, args: Sequence[Any]) -> Any:
+        """A call with dict arguments: the flattened function's result, each dict argument's gradient a dict
+        with its keys (as JAX's pytrees and ``torch.func`` give them)."""
+        res = self._flat(spec)(*_flat_args(spec, args))
+        if self.mode == "fn":
+            return res
+        if self.mode == "grad":
+            g, head = res if self.has_aux else (res, None)   # head: the aux
+        else:
+            head, g = res                                     # head: the value, or (value, aux)
+        it = iter(g)
+        per = [next(it) if spec[i] is None else {k: next(it) for k in spec[i]} for i in self.argnums]
+        grads = per[0] if self._single else tuple(per)
+        if self.mode == "grad":
+            return (grads, head) if self.has_aux else grads
+        return head, grads
+
     # ------------------------------------------------------------------ inspection
     def source(self, *args: Any, backend: str | None = None) -> str:
         """The source of the kernel that runs for these example arguments' signature once it is hot: the
         fused-loop numba kernel unless numba can't take it (or ``SYMGRAD_BACKEND=numpy``);
         ``backend="numpy"`` for the generated numpy kernel the first call runs, ``"numba"`` for numba's."""
+        spec = _dict_spec(args)
+        if spec is not None:
+            return self._flat(spec).source(*_flat_args(spec, args), backend=backend)
         e, _ = self._entry(args)
         return kernel_source(e.kernel, e.source, backend)
 
     def formulas(self, *args: Any) -> Any:
-        """Forward and gradient formulas for these example arguments (printable, ``.latex()``)."""
+        """Forward and gradient formulas for these example arguments (printable, ``.latex()``); a dict
+        argument's entries are named by their keys."""
+        spec = _dict_spec(args)
+        if spec is not None:
+            return self._flat(spec).formulas(*_flat_args(spec, args))
         if self.mode == "fn" and self._entry(args)[0].tree is not None:
             raise TypeError("formulas() shows one result and its gradient: this function returns several; "
                             "wrap the one to show (sg.compile(lambda *a: f(*a)[0]).formulas(...))")
@@ -604,6 +664,17 @@ class CompiledFunction:
                 raise IndexError(f"argnums {i} is out of range for a call with {len(args)} arguments")
         sig = trace_signature(self.fn, [_kind(a) for a in args], [self._name(i) for i in range(len(args))], set(nums))
         return sig, [sig.leaves[i] for i in nums]
+
+
+def _dict_spec(args: Sequence[Any]) -> tuple | None:
+    """Per argument, the keys of a dict argument (None for any other); None when no argument is a dict."""
+    if not any(isinstance(a, Mapping) for a in args):
+        return None
+    return tuple(tuple(a) if isinstance(a, Mapping) else None for a in args)
+
+
+def _flat_args(spec: tuple, args: Sequence[Any]) -> list[Any]:
+    return [v for a, keys in zip(args, spec) for v in ((a,) if keys is None else (a[k] for k in keys))]
 
 
 def _flatten(tree: Any, what: str) -> tuple[list[Node], Any]:

@@ -19,7 +19,7 @@ class Node:
     """
 
     __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "value", "version", "name", "id",
-                 "requires_grad", "storage", "fn", "freed", "__weakref__")
+                 "requires_grad", "storage", "fn", "freed", "saved", "__weakref__")
 
     def __init__(self, op: OpDef, inputs: tuple[Node, ...], attrs: tuple[tuple[str, Any], ...],
                  shape: tuple[int, ...], dtype: DType, *, value: Any = None,
@@ -36,6 +36,7 @@ class Node:
         self.requires_grad = requires_grad
         self.fn = None
         self.freed = False
+        self.saved = None  # eager: per input, what torch's SavedVariable keeps (``eager.record.SAVED_INPUTS``)
         self.id = next(_ids)
 
     def attr(self, key: str, default: Any = None) -> Any:
@@ -64,17 +65,16 @@ def toposort(roots: Iterable[Node], stop: Any = None) -> list[Node]:
     for root in roots:
         if root.id in seen:
             continue
-        stack: list[tuple[Node, int]] = [(root, 0)]
         seen.add(root.id)
+        # (node, iterator over the inputs left to visit): ``stop`` runs once per node
+        stack = [(root, iter(() if stop is not None and stop(root) else root.inputs))]
         while stack:
-            node, i = stack[-1]
-            ins = () if stop is not None and stop(node) else node.inputs
-            if i < len(ins):
-                stack[-1] = (node, i + 1)
-                child = ins[i]
+            node, rest = stack[-1]
+            for child in rest:
                 if child.id not in seen:
                     seen.add(child.id)
-                    stack.append((child, 0))
+                    stack.append((child, iter(() if stop is not None and stop(child) else child.inputs)))
+                    break
             else:
                 stack.pop()
                 order.append(node)

@@ -104,7 +104,7 @@ class TensorBase:
         if concrete:
             TensorBase._concrete = cls
 
-    __slots__ = ("_data", "_node", "_grad", "_version", "_retains_grad", "_name", "_grad_terms", "_view",
+    __slots__ = ("_data", "_node", "_grad", "_version", "_retains_grad", "_name", "_terms", "_view",
                  "__weakref__")
 
     __hash__ = object.__hash__
@@ -128,8 +128,19 @@ class TensorBase:
         self._version = _version if _version is not None else _Version()
         self._retains_grad = False
         self._name: str | None = None
-        self._grad_terms = _Terms()
+        self._terms: _Terms | None = None  # made on first use (``_grad_terms``): most tensors never hold a .grad
         self._view: Any = None  # inplace.ViewOf: the base and view ops of a view sharing its storage
+
+    @property
+    def _grad_terms(self) -> _Terms:
+        """What this tensor, as a ``.grad``, accumulated (``sg.grad_formula``); shared with ``.data`` / ``detach()``."""
+        if self._terms is None:
+            self._terms = _Terms()
+        return self._terms
+
+    @_grad_terms.setter
+    def _grad_terms(self, value: _Terms) -> None:
+        self._terms = value
 
     @property
     def shape(self) -> Size:

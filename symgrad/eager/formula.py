@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import sympy as sp
@@ -99,9 +99,17 @@ class Formula:
 
 # ---------------------------------------------------------------------- naming
 
+#: ``source(value)`` -> an iterable of (tensor, name) pairs naming the tensors that ``value`` (an object in a
+#: calling frame) holds, or None: ``sg.nn`` registers one by which a ``Module`` names its parameters and buffers
+#: by their qualified names (``0.weight``, ``fc1.bias``). Those names win over variable names.
+NAME_SOURCES: list[Callable[[Any], Iterable[tuple[Any, str]] | None]] = []
+
+
 def _caller_names(depth: int = 2) -> dict[int, str]:
-    """Map id(array or node) -> the variable name a calling frame binds to a tensor over it."""
+    """Map id(array or node) -> the variable name a calling frame binds to a tensor over it, or the
+    qualified name a ``NAME_SOURCES`` entry gives it (for a module's parameter: the longest path found)."""
     names: dict[int, str] = {}
+    paths: dict[int, str] = {}
     f = sys._getframe(depth)
     hops = 0
     while f is not None and hops < 8:
@@ -109,12 +117,21 @@ def _caller_names(depth: int = 2) -> dict[int, str]:
         if not mod.startswith("symgrad") or mod.startswith("symgrad.cli") or mod.startswith("symgrad.tour"):
             for scope in (f.f_locals, f.f_globals):
                 for k, v in list(scope.items()):
-                    if isinstance(v, Tensor) and k.isidentifier() and not k.startswith("_"):
-                        if v._node is not None:
-                            names.setdefault(v._node.id, k)
-                        names.setdefault(id(v._data), k)
+                    if isinstance(v, Tensor):
+                        if k.isidentifier() and not k.startswith("_"):
+                            if v._node is not None:
+                                names.setdefault(v._node.id, k)
+                            names.setdefault(id(v._data), k)
+                        continue
+                    for source in NAME_SOURCES:
+                        for t, qualified in source(v) or ():
+                            keys = [id(t._data)] + ([t._node.id] if t._node is not None else [])
+                            for key in keys:
+                                if key not in paths or qualified.count(".") > paths[key].count("."):
+                                    paths[key] = qualified
         f = f.f_back
         hops += 1
+    names.update(paths)
     return names
 
 

@@ -34,9 +34,30 @@ VIEW_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 MULTI_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+class _SavedInputs:
+    """A mapping node -> value kept in the node's ``saved`` slot: it lives and dies with the node, without
+    the weak references (and their callbacks) of a weak-keyed table."""
+
+    __slots__ = ()
+
+    def __setitem__(self, node: Node, value: Any) -> None:
+        node.saved = value
+
+    def __getitem__(self, node: Node) -> Any:
+        if node.saved is None:
+            raise KeyError(node)
+        return node.saved
+
+    def __contains__(self, node: Node) -> bool:
+        return node.saved is not None
+
+    def get(self, node: Node, default: Any = None) -> Any:
+        return default if node.saved is None else node.saved
+
+
 #: node -> per input (version of its storage when the node was recorded, the input tensor) or None:
 #: what torch's SavedVariable remembers, checked when a backward rule reads that input.
-SAVED_INPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+SAVED_INPUTS = _SavedInputs()
 
 
 def _refuse_inplace_on_view(node: Node) -> None:
@@ -88,7 +109,9 @@ def _input_node(x: Any) -> Node:
     if isinstance(x, TensorBase):
         if x._view is not None:
             refresh(x)
-        elif x._node is not None and x._node in VIEW_WRITES and VIEW_WRITES[x._node] != x._version.recorded:
+        # only view nodes are in VIEW_WRITES: skip the weak-dict lookup for the others
+        elif x._node is not None and x._node.op.view is not False and x._node in VIEW_WRITES and \
+                VIEW_WRITES[x._node] != x._version.recorded:
             raise NotImplementedError(
                 "symgrad does not support using a view after an in-place operation recorded on the tensor it views "
                 "(torch regenerates the view's grad_fn); take the view again after the in-place operation")
@@ -97,14 +120,34 @@ def _input_node(x: Any) -> Node:
     return Node(_SCALAR, (), (("value", v),), (), dtypes.result_type(v), value=v)
 
 
+def _same_dtype(inputs: Sequence[Any]) -> DType | None:
+    """The dtype of ``inputs`` when all are tensors of one dtype (their promoted type), else None."""
+    npd = None
+    for x in inputs:
+        if not isinstance(x, TensorBase):
+            return None
+        d = x._data.dtype
+        if npd is None:
+            npd = d
+        elif d != npd:
+            return None
+    return None if npd is None else dtypes.from_numpy_dtype(npd)
+
+
 def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: Any) -> Tensor:
     """Run ``op`` eagerly on tensors / Python numbers and record a node when grad is needed."""
     if _trace.active is not None:
         return _trace.active.record(op, inputs, attrs, _out_dtype)
     if op.check is not None:
         op.check(*(x.dtype if isinstance(x, TensorBase) else dtypes.result_type(_py(x)) for x in inputs), **attrs)
-    if op.family == "elementwise":
-        dt = dtypes.result_type(*promotion_operands(op, inputs, attrs))
+    elementwise = op.family == "elementwise"
+    if elementwise:
+        # tensors of one dtype (no scalar operands or attrs taking part in promotion) promote to that dtype
+        promote = op.promote_attrs
+        dt = None if promote and any(attrs.get(k) is not None for k in promote) else _same_dtype(inputs)
+        same = dt is not None
+        if not same:
+            dt = dtypes.result_type(*promotion_operands(op, inputs, attrs))
         if not op.keeps_int:
             dt = dtypes.float_result(dt)
         if op.name == "to":
@@ -113,47 +156,61 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
             arrays = [x._data if isinstance(x, TensorBase) else np.asarray(_py(x)) for x in inputs]
             broadcast_shapes(*(a.shape for a in arrays))
             return make_tensor(np.asarray(op.eval(*arrays)))
-        arrays = [x._data.astype(dt.np, copy=False) if isinstance(x, TensorBase) and op.name != "to" else
-                  x._data if isinstance(x, TensorBase) else np.asarray(_py(x), dtype=dt.np) for x in inputs]
-        if len(inputs) > 1:
-            broadcast_shapes(*(a.shape for a in arrays))
+        if same and (dt.np == inputs[0]._data.dtype or op.name == "to"):
+            arrays = [x._data for x in inputs]
+        else:
+            arrays = [x._data.astype(dt.np, copy=False) if isinstance(x, TensorBase) and op.name != "to" else
+                      x._data if isinstance(x, TensorBase) else np.asarray(_py(x), dtype=dt.np) for x in inputs]
+        if len(arrays) > 1:
+            s0 = arrays[0].shape
+            if any(a.shape != s0 for a in arrays):
+                broadcast_shapes(*(a.shape for a in arrays))
     else:
         arrays = [x._data if isinstance(x, TensorBase) else np.asarray(_py(x)) for x in inputs]
         dt = None
     value = op.eval(*arrays, **attrs)
     if not isinstance(value, np.ndarray):
         value = np.asarray(value)
-    if op.family == "elementwise" and value.ndim >= 2:
-        value = _torch_layout(value, arrays, op.result_layout(attrs))
+    if elementwise and value.ndim >= 2 and not (value.flags.c_contiguous and all(a.flags.c_contiguous
+                                                                                for a in arrays)):
+        value = _torch_layout(value, arrays, op.result_layout(attrs))  # (C-order operands keep a C-order result)
     if _out_dtype is not None:
         dt = _out_dtype  # in-place ops keep the dtype of the tensor they write into
     if dt is not None and value.dtype != dt.np:
         value = value.astype(dt.np)
-    out_dt = dtypes.from_numpy_dtype(value.dtype)
-    diff = op.diff_args
-    needs = is_grad_enabled() and any(
-        isinstance(x, TensorBase) and x._node is not None and (diff is None or i in diff) for i, x in enumerate(inputs))
-    is_view = isinstance(inputs[0], TensorBase) and op.is_view(attrs) if inputs else False
-    version = inputs[0]._version if is_view else None
-    out = make_tensor(value, _version=version)
+    out_dt = dt if dt is not None and value.dtype == dt.np else dtypes.from_numpy_dtype(value.dtype)
+    needs = False
+    if is_grad_enabled():
+        diff = op.diff_args
+        for i, x in enumerate(inputs):
+            if isinstance(x, TensorBase) and x._node is not None and (diff is None or i in diff):
+                needs = True
+                break
+    view = op.view
+    is_view = bool(view) and bool(inputs) and isinstance(inputs[0], TensorBase) and (
+        view(attrs) if callable(view) else True)
+    out = make_tensor(value, _version=inputs[0]._version if is_view else None)
     if is_view:
         note_view(out, inputs[0], op, attrs)
     if needs:
         if not out_dt.is_floating_point:
             return out
-        node = Node(op, tuple(_input_node(x) for x in inputs), tuple(sorted(attrs.items())), value.shape, out_dt,
-                    value=value, requires_grad=True)
-        node.storage = out._version
-        node.version = out._version.v
+        nodes, saved = [], []
+        for x in inputs:
+            nodes.append(_input_node(x))
+            saved.append((x._version.v, weakref.ref(x)) if isinstance(x, TensorBase) else None)
+        node = Node(op, tuple(nodes), tuple(sorted(attrs.items())) if len(attrs) > 1 else tuple(attrs.items()),
+                    value.shape, out_dt, value=value, requires_grad=True)
+        version = out._version
+        node.storage = version
+        node.version = version.v
+        node.saved = tuple(saved)  # SAVED_INPUTS[node]
         out._node = node
-        SAVED_INPUTS[node] = tuple((x._version.v, weakref.ref(x)) if isinstance(x, TensorBase) else None
-                                   for x in inputs)
         if anomaly.is_anomaly_enabled():
             anomaly.note_forward(node)
         if is_view:
-            VIEW_WRITES[node] = out._version.recorded
+            VIEW_WRITES[node] = version.recorded
     return out
-
 
 
 def _torch_layout(value: np.ndarray, operands: Sequence[np.ndarray], layout: str) -> np.ndarray:

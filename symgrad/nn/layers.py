@@ -9,10 +9,13 @@ import numpy as np
 
 from ..eager import basic, functional
 from ..eager import random as _random
-from ..eager.composite import _named
+from ..eager.composite import _fused, _named
 from ..eager.tensor import Tensor
+from ..ops import A
 
 __all__ = ["linear", "dropout", "normalize", "cosine_similarity", "pad", "one_hot"]
+
+_ADD = A[0] + A[1]
 
 
 def _need(name: str, arg: str, x: Any) -> None:
@@ -26,7 +29,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     out = input @ weight.T
     if bias is None:
         return out
-    return _named(out + bias, "AddmmBackward0" if input.ndim == 2 else "ViewBackward0")
+    fn = "AddmmBackward0" if input.ndim == 2 else "ViewBackward0"
+    if out.is_floating_point() and isinstance(bias, Tensor) and bias.is_floating_point():
+        return _fused(_ADD, out, bias, fn=fn)  # one recorded node: the sum, under torch's name
+    return _named(out + bias, fn)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002

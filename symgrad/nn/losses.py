@@ -71,13 +71,17 @@ def _weighted(loss: Tensor, weight: Tensor | None, reduction: str, fn: str, mean
     return lw.mean()
 
 
+#: built once: SymPy arithmetic costs microseconds a call
+_SQUARED_ERROR = (A[0] - A[1]) ** 2
+
+
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """``(input - target) ** 2``, reduced (``weight``: the weighted mean ``sum(w * l) / sum(w)``)."""
     reduction = _legacy(size_average, reduce, reduction)
     _check_reduction(reduction)
     input, target = _pair(input, target)
-    loss = _fused((A[0] - A[1]) ** 2, input, target, fn="MseLossBackward0" if weight is None else "")
+    loss = _fused(_SQUARED_ERROR, input, target, fn="MseLossBackward0" if weight is None else "")
     return _weighted(loss, weight, reduction, "MseLossBackward0", True)
 
 

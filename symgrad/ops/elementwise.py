@@ -32,7 +32,7 @@ from codegen.functions import (
 from codegen.numpy.printer import KernelPrinter, namespace
 
 from ..core import dtypes
-from .base import OUT, A, OpDef, elementwise_infer, register
+from .base import OUT, A, OpDef, broadcast_shapes, elementwise_infer, register
 
 
 def _err() -> np.errstate:
@@ -187,6 +187,8 @@ clamp = _ew("clamp", lambda at: at.get("fn", "ClampBackward1"), _clamp_eval, _cl
 
 
 def _fused_eval(*arrays: np.ndarray, expr: sp.Expr, fn: str = "") -> np.ndarray:
+    if expr is A[0] and len(arrays) == 1:  # an identity that only carries torch's grad_fn name
+        return np.asarray(arrays[0])
     f = _fused_eval.cache.get((expr, len(arrays)))
     if f is None:
 
@@ -195,11 +197,19 @@ def _fused_eval(*arrays: np.ndarray, expr: sp.Expr, fn: str = "") -> np.ndarray:
         _fused_eval.cache[expr, len(arrays)] = f
     with _err():
         out = np.asarray(f(*arrays))
-    shape = np.broadcast_shapes(*(np.shape(a) for a in arrays)) if arrays else ()
+    # an expression that leaves an input out (or none) may give a smaller result than the broadcast shape
+    shapes = tuple(a.shape if type(a) is np.ndarray else np.shape(a) for a in arrays)
+    shape = _BROADCAST.get(shapes)
+    if shape is None:
+        shape = _BROADCAST[shapes] = broadcast_shapes(*shapes) if arrays else ()
+        if len(_BROADCAST) > 4096:
+            _BROADCAST.clear()
     return out if out.shape == shape else np.broadcast_to(out, shape).copy()
 
 
 _fused_eval.cache = {}
+#: input shapes -> their broadcast shape (bounded)
+_BROADCAST: dict[tuple, tuple] = {}
 
 
 

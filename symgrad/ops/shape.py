@@ -43,9 +43,15 @@ def _permute_lower(node: Node, target: str, args: list[str]) -> list:
 
 
 def show_permute(node: Node, ins: list) -> sp.Expr:
-    """A permutation is ``transpose(x)``; the identity permutation is ``x``."""
-    if node.attr("dims") == tuple(range(node.ndim)):
+    """A permutation is ``transpose(x)``; the identity permutation is ``x``, and so is a permutation undoing
+    the one that made ``transpose(x)`` (a gradient's ``transpose(transpose(w))``)."""
+    dims = node.attr("dims")
+    if dims == tuple(range(node.ndim)):
         return ins[0]
+    inner = node.inputs[0]
+    if (inner.op is node.op and isinstance(ins[0], sp.Function) and ins[0].func.__name__ == "transpose"
+            and tuple(inner.attr("dims")[d] for d in dims) == tuple(range(node.ndim))):
+        return ins[0].args[0]
     return sp.Function("transpose", real=True)(ins[0])
 
 
