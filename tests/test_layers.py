@@ -8,6 +8,7 @@ them) with a comment saying so. ``import symgrad`` itself imports neither.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +45,7 @@ def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
+@functools.cache
 def imports(mod: str) -> list[tuple[str, int, bool, str]]:
     """(imported module, line, inside a function, the source line) for each import in ``mod``."""
     path = MODULES[mod]
