@@ -448,8 +448,9 @@ def _roots_and_seeds(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None)
     return roots, seeds
 
 
-def _graph_leaves(roots: Sequence[Node]) -> list[Node]:
-    order = toposort(roots, stop=lambda n: not n.requires_grad)
+def _graph_leaves(roots: Sequence[Node], order: Sequence[Node] | None = None) -> list[Node]:
+    if order is None:
+        order = toposort(roots, stop=lambda n: not n.requires_grad)
     return [n for n in order if n.requires_grad and (n.op is _src.leaf or n.id in _RETAINED)]
 
 
@@ -521,14 +522,17 @@ def _local_grads(n: Node, g: Any, ins: Sequence[Node], create_graph: bool, savin
 
 
 def _compute(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node], retain_graph: bool,
-             create_graph: bool, grad_tensors: Sequence[Any] | None, deliver: Callable, terms: bool) -> list:
+             create_graph: bool, grad_tensors: Sequence[Any] | None, deliver: Callable, terms: bool,
+             order: Sequence[Node] | None = None) -> list:
     """The gradients of ``roots`` (cotangents ``seeds``) with respect to ``wrt``, each handed to
     ``deliver(node, grad, term, hooked)`` as soon as it is complete; returns what ``deliver`` returned.
 
     ``term`` is what ``sg.grad_formula(x)`` needs to show the gradient (None when hooks changed it),
-    ``hooked`` whether the node's tensor hooks ran already (the backward was split there).
+    ``hooked`` whether the node's tensor hooks ran already (the backward was split there). ``order``: the
+    graph's toposort, when the caller has it.
     """
-    order = toposort(roots, stop=lambda n: not n.requires_grad)
+    if order is None:
+        order = toposort(roots, stop=lambda n: not n.requires_grad)
     units = _units(order)
     if units:
         return _split_backward(order, units, roots, seeds, wrt, retain_graph, create_graph, grad_tensors, deliver,
@@ -675,19 +679,20 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     if retain_graph is None:
         retain_graph = create_graph
     roots, seeds = _roots_and_seeds(tensors, grad_tensors)
+    order = toposort(roots, stop=lambda n: not n.requires_grad)
     if inputs is not None:
         inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
         wrt = [t._node for t in inputs]
         if any(w is None for w in wrt):
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     else:
-        wrt = _graph_leaves(roots)
+        wrt = _graph_leaves(roots, order)
     check_backward(roots, seeds, wrt)  # anomaly mode: torch's error for a backward returning NaN
 
     def deliver(w: Node, g: Any, term: Any, hooked: bool) -> Any:
         return _finish(w, g, term, hooked, accumulate=True)
 
-    _compute(roots, seeds, wrt, retain_graph, create_graph, grad_tensors, deliver, terms=True)
+    _compute(roots, seeds, wrt, retain_graph, create_graph, grad_tensors, deliver, terms=True, order=order)
 
 
 def _owner(node: Node) -> Any:

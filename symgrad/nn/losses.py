@@ -41,9 +41,11 @@ def _legacy(size_average: Any, reduce: Any, reduction: str) -> str:
 
 
 def _reduce(loss: Tensor, reduction: str, fn: str) -> Tensor:
+    """``loss`` reduced; the reduction's node reports the loss's grad_fn name ``fn``."""
     if reduction == "none":
         return loss
-    return _named(loss.mean() if reduction == "mean" else loss.sum(), fn)
+    op = REGISTRY["mean" if reduction == "mean" else "sum"]
+    return _apply(op, loss, dims=tuple(range(loss.ndim)), keepdim=False, full=True, fn=fn)
 
 
 def _pair(input: Tensor, target: Any) -> tuple[Tensor, Tensor]:  # noqa: A002

@@ -23,12 +23,12 @@ def _reduced_shape(shape: Shape, dims: tuple[int, ...], keepdim: bool) -> Shape:
     return tuple(s for i, s in enumerate(shape) if i not in dims)
 
 
-def _sum_infer(op: OpDef, a: Node, dims: tuple[int, ...], keepdim: bool, full: bool = True) -> Any:
+def _sum_infer(op: OpDef, a: Node, dims: tuple[int, ...], keepdim: bool, full: bool = True, fn: str = "") -> Any:
     dt = a.dtype if a.dtype.is_floating_point else dtypes.int64
     return _reduced_shape(a.shape, dims, keepdim), dt
 
 
-def _mean_infer(op: OpDef, a: Node, dims: tuple[int, ...], keepdim: bool, full: bool = True) -> Any:
+def _mean_infer(op: OpDef, a: Node, dims: tuple[int, ...], keepdim: bool, full: bool = True, fn: str = "") -> Any:
     return _reduced_shape(a.shape, dims, keepdim), a.dtype
 
 
@@ -76,12 +76,13 @@ def _reduce_lower(kind: str):
     return lower
 
 
-def _sum_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = True) -> np.ndarray:
+def _sum_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = True, fn: str = "") -> np.ndarray:
     dt = None if a.dtype.kind == "f" else np.int64
     return np.asarray(np.sum(a, axis=dims, keepdims=keepdim, dtype=dt))
 
 
-def _mean_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = True) -> np.ndarray:
+def _mean_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = True, fn: str = ""
+               ) -> np.ndarray:
     with np.errstate(all="ignore"):
         if type(a) is np.ndarray and a.dtype.type in (np.float32, np.float64):
             n = 1
@@ -122,10 +123,11 @@ def _show_sum_to(node: Node, ins: list) -> sp.Expr:
     return show_reduction(node, ins, sum_to_axes(node.inputs[0].shape, node.shape)[0], False, mean=False)
 
 
-sum_ = register(OpDef("sum", "reduce", lambda at: "SumBackward0" if at["full"] else "SumBackward1",
+#: ``fn``: the grad_fn name of a composite whose last node is the reduction (``MseLossBackward0``)
+sum_ = register(OpDef("sum", "reduce", lambda at: at.get("fn") or ("SumBackward0" if at["full"] else "SumBackward1"),
                       _sum_eval, _sum_infer, vjp=_sum_vjp, lower=_reduce_lower("sum"), linear=True,
                       display=_show_sum))
-mean = register(OpDef("mean", "reduce", lambda at: "MeanBackward0" if at["full"] else "MeanBackward1",
+mean = register(OpDef("mean", "reduce", lambda at: at.get("fn") or ("MeanBackward0" if at["full"] else "MeanBackward1"),
                       _mean_eval, _mean_infer, vjp=_mean_vjp, lower=_reduce_lower("mean"), linear=True,
                       display=_show_mean))
 
