@@ -4,7 +4,7 @@
 
 W1 ``mean(3*(x+2)**2)`` (gradient wrt x) and W2 ``sum(sin(x)*exp(-y**2) + log1p(x**2)*tanh(y))``
 (gradients wrt x and y), float64. The emitted kernel is built by the real pipeline (forward graph,
-``symgrad.autodiff.backward_graph``, ``symgrad.lower.lower``), emitted with ``emit_numba`` and
+``symgrad.derive.reverse.backward_graph``, ``symgrad.kernels.lower.lower``), emitted with ``emit_numba`` and
 loaded with ``codegen.cache.load_kernel``, as the default (``prange`` above the threshold) and as a
 serial variant. "hand" kernels are written once by hand: one fused loop, each transcendental
 evaluated once, output allocated per call like the emitted one; ``fastmath=True`` and with and
