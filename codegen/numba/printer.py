@@ -72,6 +72,9 @@ class NumbaPrinter(KernelPrinter):
     def _print_NaN(self, expr: sp.Expr) -> str:
         return self._num("numpy.nan")
 
+    def _print_ComplexInfinity(self, expr: sp.Expr) -> str:
+        return self._num("numpy.inf")
+
     def _print_BooleanTrue(self, expr: sp.Expr) -> str:
         return "True"
 

@@ -41,6 +41,10 @@ class KernelPrinter(NumPyPrinter):
     def _print_NaN(self, expr: sp.Expr) -> str:
         return "numpy.nan"
 
+    def _print_ComplexInfinity(self, expr: sp.Expr) -> str:
+        """SymPy's ``zoo`` (``1/0`` of a constant folded into a form): infinite, as the float division gives."""
+        return "numpy.inf"
+
     def _print_Piecewise(self, expr: sp.Piecewise) -> str:
         out = None
         for value, cond in reversed(expr.args):

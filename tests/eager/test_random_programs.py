@@ -743,3 +743,17 @@ def test_random_programs_match_torch():
 
     check()
     assert len(ran) >= 300, len(ran)
+
+
+#: programs that once failed, run every time (the generator may not draw them again)
+REGRESSIONS = [
+    # abs -> std -> where on a logical condition, second order: the masked adjoint's isinf check read 1/0
+    # of a folded constant, which the kernel printer could not print (SymPy's zoo)
+    Program(dtype="float32", leaves=[((3,), True), ((), False)],
+            steps=[("unary", 1, 0, 0), ("reduce", 0, 0, 149), ("logical", 0, 0, 0)], finish="hvp", retain=0, seed=0),
+]
+
+
+def test_regression_programs_match_torch():
+    for prog in REGRESSIONS:
+        Runner(prog).run()
