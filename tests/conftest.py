@@ -125,3 +125,22 @@ def assert_same_error(sg_fn: Any, torch_fn: Any) -> BaseException:
 def grad_fn_name(t: Any) -> str | None:
     """The class name of ``t.grad_fn`` (None on leaves and constants)."""
     return None if t.grad_fn is None else type(t.grad_fn).__name__
+
+
+def compare_libs(fn: Any) -> None:
+    """``fn(lib)`` runs in symgrad and in torch and returns tensors / None / plain values (or nests of them):
+    both libraries agree on every value (``assert_close``) and every tensor's grad_fn name."""
+    _compare_nested(fn(sg), fn(torch))
+
+
+def _compare_nested(a: Any, b: Any) -> None:
+    if isinstance(b, (tuple, list)):
+        assert isinstance(a, (tuple, list)) and len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            _compare_nested(x, y)
+    elif isinstance(b, torch.Tensor) or b is None:
+        assert_close(a, b)
+        if b is not None:
+            assert grad_fn_name(a) == grad_fn_name(b)
+    else:
+        assert a == b, (a, b)

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import assert_close, assert_same_error, grad_fn_name
+from conftest import assert_same_error, grad_fn_name
+from conftest import compare_libs as compare
 
 import symgrad as sg
 from symgrad.eager import autograd as engine
@@ -27,25 +28,6 @@ def _plain(v: Any) -> Any:
     if isinstance(v, (tuple, list)):
         return type(v)(_plain(e) for e in v)
     return v
-
-
-def compare(fn: Any) -> None:
-    """``fn(lib)`` returns tensors / None / plain values (or nests of them); both libraries agree."""
-    a, b = fn(sg), fn(torch)
-    _cmp(a, b)
-
-
-def _cmp(a: Any, b: Any) -> None:
-    if isinstance(b, (tuple, list)):
-        assert isinstance(a, (tuple, list)) and len(a) == len(b), (a, b)
-        for x, y in zip(a, b):
-            _cmp(x, y)
-    elif isinstance(b, torch.Tensor) or b is None:
-        assert_close(a, b)
-        if b is not None:
-            assert grad_fn_name(a) == grad_fn_name(b)
-    else:
-        assert a == b, (a, b)
 
 
 # ---------------------------------------------------------------------------- tensor hooks
