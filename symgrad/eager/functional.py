@@ -8,12 +8,11 @@ import numpy as np
 
 from ..core import dtypes, ranges
 from ..core.dtypes import DType
-from ..ops import REGISTRY
 from ..ops import broadcast_shapes as b
 from .base import _ALL_DIMS, Size, TensorBase, _shape_args, _to_array
 from .basic import _logical, cat, clamp
 from .device import check_optional, default_device_check
-from .record import _apply
+from .math_ops import _unary
 from .tensor import Tensor
 
 
@@ -217,26 +216,18 @@ def neg(a: Tensor) -> Tensor:
 negative = neg
 
 
-def _unary(name: str):
-    def f(a: Any) -> Tensor:
-        return _apply(REGISTRY[name], _t(a))
-    f.__name__ = name
-    f.__doc__ = f"Elementwise ``{name}`` (see ``sg.ops.REGISTRY['{name}']`` for its SymPy form and derivative)."
-    return f
-
-
-exp = _unary("exp")
-log = _unary("log")
-log1p = _unary("log1p")
-sqrt = _unary("sqrt")
-sin = _unary("sin")
-cos = _unary("cos")
-tan = _unary("tan")
-tanh = _unary("tanh")
-sigmoid = _unary("sigmoid")
-relu = _unary("relu")
-abs = _unary("abs")  # noqa: A001
-reciprocal = _unary("reciprocal")
+exp = _unary("exp", "exp")
+log = _unary("log", "log")
+log1p = _unary("log1p", "log1p")
+sqrt = _unary("sqrt", "sqrt")
+sin = _unary("sin", "sin")
+cos = _unary("cos", "cos")
+tan = _unary("tan", "tan")
+tanh = _unary("tanh", "tanh")
+sigmoid = _unary("sigmoid", "sigmoid")
+relu = _unary("relu", "relu")
+abs = _unary("abs", "abs")  # noqa: A001
+reciprocal = _unary("reciprocal", "reciprocal")
 absolute = abs
 clip = clamp
 
