@@ -196,8 +196,32 @@ class Size(Statement):
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Scan(Statement):
+    """``target`` = a loop running the kernel ``body`` ``length`` times (``reverse``: from the last step).
+
+    ``body`` reads the groups ``c`` (the flat carry, ``carry_width`` elements), ``x`` (row ``k`` of ``xs``),
+    ``k`` (the 0-d int64 ``start + k``) and ``p`` (``consts``, in order), and returns the new carry and, when
+    ``y_width``, the step's flat output. ``target`` is flat: the final carry, then the outputs stacked by step
+    (``length × y_width``, row ``k`` from step ``k`` in either direction)."""
+
+    target: str
+    body: Kernel
+    init: str
+    xs: str | None
+    consts: tuple[str, ...]
+    length: int
+    reverse: bool
+    start: int
+    carry_width: int
+    y_width: int
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
 Stmt = (Elementwise | Reduce | Reshape | Broadcast | Transpose | Index | IndexAdd | MatMul | ArgReduce | CumSum
-        | Concat | Size)
+        | Concat | Size | Scan)
 
 #: every statement type, in the order of ``Stmt``
 STATEMENTS: tuple[type[Statement], ...] = Stmt.__args__

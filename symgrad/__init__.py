@@ -272,6 +272,7 @@ from .eager.formula import Formula, formula, grad_formula
 from .compiler.function import CompiledFunction, compile
 from .compiler.transforms import grad, hessian, jacobian, jvp, value_and_grad, vjp
 from .compiler.custom import custom_op, custom_rule
+from .compiler.loops import fori_loop, scan, while_loop
 
 from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random  # noqa: E402  (the namespaces)
 from .eager import return_types  # noqa: E402
@@ -392,6 +393,7 @@ __all__ = [
     "floor",
     "floor_divide",
     "fmod",
+    "fori_loop",
     "formula",
     "frac",
     "from_numpy",
@@ -511,6 +513,7 @@ __all__ = [
     "round",
     "rsqrt",
     "save",
+    "scan",
     "seed",
     "select",
     "set_default_device",
@@ -564,6 +567,7 @@ __all__ = [
     "vjp",
     "vmap",
     "where",
+    "while_loop",
     "xlogy",
     "zeros",
     "zeros_like",

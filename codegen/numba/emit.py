@@ -51,14 +51,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import ir
-from . import folds, plan, render
+from . import folds, loops, plan, render
 from .render import VECTOR_THRESHOLD
 from .stencil import emit_stencil
 
 __all__ = ["emit_numba", "STATEMENTS", "REDUCTIONS", "OPS"]
 
 #: How each IR statement type is planned (every type of ``ir.STATEMENTS``).
-STATEMENTS = {**plan.STATEMENTS, **folds.STATEMENTS}
+STATEMENTS = {**plan.STATEMENTS, **folds.STATEMENTS,
+              ir.Scan: lambda em, st: loops.plan_scan(em, st, emit_numba)}
 
 #: How each ``Reduce`` kind is placed.
 REDUCTIONS = {**plan.REDUCTIONS, **folds.REDUCTIONS}
@@ -68,17 +69,20 @@ OPS = {**render.OPS, **folds.OPS}
 
 
 def emit_numba(kernel: ir.Kernel, *, parallel_threshold: int = 1 << 17,
-               vector_threshold: int | None = VECTOR_THRESHOLD, out_params: Sequence[int] = ()) -> str:
+               vector_threshold: int | None = VECTOR_THRESHOLD, out_params: Sequence[int] = (),
+               nogil: bool = False) -> str:
     """Source of a module defining ``kernel`` as one fused ``numba.njit(cache=True)`` function.
 
     See the module docstring for the calling convention; ``vector_threshold`` is the size from which
     a pass may use ``vmath`` (``None``: never), ``out_params`` the output positions written into
-    extra arguments (the ``out=`` form). The text is a pure function of the arguments. Raises
+    extra arguments (the ``out=`` form), ``nogil`` makes the entry release the GIL (kernels called from
+    several threads: Dask's chunk kernels). The text is a pure function of the arguments. Raises
     ``ir.Unsupported`` for IR it does not take.
     """
     src = emit_stencil(kernel, parallel_threshold, out_params)
-    if src is not None:
-        return src
-    planner = plan.Planner(kernel, STATEMENTS, REDUCTIONS)
-    planner.plan()
-    return render.Renderer(planner, parallel_threshold, vector_threshold, OPS, out_params).render()
+    if src is None:
+        planner = plan.Planner(kernel, STATEMENTS, REDUCTIONS)
+        planner.plan()
+        src = render.Renderer(planner, parallel_threshold, vector_threshold, OPS, out_params).render()
+    # the functions decorated with ``cache=True`` are the ones called from Python (chunk helpers run inside them)
+    return src.replace("@numba.njit(cache=True, ", "@numba.njit(cache=True, nogil=True, ") if nogil else src

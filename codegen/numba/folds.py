@@ -159,7 +159,7 @@ def arg_reduce(em: Planner, st: ir.ArgReduce) -> None:
     em.defer(place)
 
 
-def _standalone(em: Planner, st: Any, cls: tuple, args: list[str], render: Callable[..., None], **extra: Any) -> None:
+def standalone(em: Planner, st: Any, cls: tuple, args: list[str], render: Callable[..., None], **extra: Any) -> None:
     """An array value made by a loop nest of its own (``render``), after the passes writing ``args``."""
     shape = tuple(st.shape)
     v = Val(st.target, shape, st.dtype, "array", cls, frozenset(d for d, s in enumerate(shape) if s != 1))
@@ -183,7 +183,7 @@ def _standalone(em: Planner, st: Any, cls: tuple, args: list[str], render: Calla
 def cum_sum(em: Planner, st: ir.CumSum) -> None:
     a = em.lookup(st.arg)
     cls = em.fresh_cls(tuple(st.shape), list(a.cls))
-    _standalone(em, st, cls, [st.arg], _render_cumsum, axis=int(st.axis) % len(st.shape), reverse=st.reverse)
+    standalone(em, st, cls, [st.arg], _render_cumsum, axis=int(st.axis) % len(st.shape), reverse=st.reverse)
 
 
 def concat(em: Planner, st: ir.Concat) -> None:
@@ -200,7 +200,7 @@ def concat(em: Planner, st: ir.Concat) -> None:
         for d, c in enumerate(acls):
             if d != st.axis and c is not None and full[d] == shape[d]:
                 em.unify_into(cls, d, c)
-    _standalone(em, st, em.fresh_cls(shape, cls), list(st.args), _render_concat, axis=int(st.axis) % len(shape),
+    standalone(em, st, em.fresh_cls(shape, cls), list(st.args), _render_concat, axis=int(st.axis) % len(shape),
                 stack=st.stack)
 
 
@@ -258,7 +258,7 @@ def _render_fold(em: Renderer, op: Op, out: list[str], ind: int, partials: dict 
     out.append(f"{pad}{op.data['arr']}[{idx}] = {_combine(kind, v.dtype, cur, x)}")
 
 
-def _src_name(s: Val) -> str:
+def src_name(s: Val) -> str:
     return s.name if s.kind == "param" else s.arr
 
 
@@ -295,7 +295,7 @@ def _render_cumsum(em: Renderer, op: Op, out: list[str], ind: int) -> None:
     shape = v.shape
     outer = next((d for d, s in enumerate(shape) if s != 1), None)
     codes, pad = _nest(em, shape, v.cls, out, ind, outer != st_axis, st_axis if reverse else None)
-    read = f"{_src_name(src)}[{', '.join(codes)}]" if shape else f"{_src_name(src)}[()]"
+    read = f"{src_name(src)}[{', '.join(codes)}]" if shape else f"{src_name(src)}[()]"
     x = f"{np_dtype(v.dtype)}({read})"
     if shape[st_axis] == 1:
         out.append(f"{pad}{v.arr}[{', '.join(codes)}] = {x}")
@@ -324,7 +324,7 @@ def _render_concat(em: Renderer, op: Op, out: list[str], ind: int) -> None:
         if s.kind == "param" and not s.shape:
             read = s.var
         else:
-            read = f"{_src_name(s)}[{', '.join(rd) if rd else '()'}]"
+            read = f"{src_name(s)}[{', '.join(rd) if rd else '()'}]"
         wr = list(codes)
         step = "1" if stack else em.ext(cls[axis])
         if stack or shape[axis] == 1:

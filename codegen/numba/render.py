@@ -504,7 +504,7 @@ class Renderer:
         codes = self.codes_for(op.shape)
         src = self.read_code(op, op.reads[0])
         note = f"  # {comment(op.note)}" if op.note else ""
-        out.append(f"{'    ' * ind}{op.data['arr']}[{', '.join(codes)}] = {src}{note}")
+        out.append(f"{'    ' * ind}{op.data['arr']}[{', '.join(codes) or '()'}] = {src}{note}")
 
     def op_init(self, op: Op, out: list[str], ind: int, partials: dict | None) -> None:
         v = op.val

@@ -15,6 +15,7 @@ import sympy as sp
 from .. import ir
 from ..cse import has_ops, tree_cse
 from ..names import comment
+from .loops import emit_scan
 from .printer import KernelPrinter
 
 
@@ -127,6 +128,7 @@ EMIT: dict[type, Callable[[Any, _Context], list[str]]] = {
     ir.CumSum: _cum_sum,
     ir.Concat: _concat,
     ir.IndexAdd: _index_add,
+    ir.Scan: lambda st, ctx: emit_scan(st, emit_numpy),
 }
 
 

@@ -104,7 +104,9 @@ def jvp_graph(outs: Sequence[Node], wrt: Sequence[Node], tangents: Sequence[Node
             ts = [t if i in node.op.diff_args else None for i, t in enumerate(ts)]
         if all(t is None for t in ts):
             continue
-        if node.op.linear:
+        if node.op.jvp is not None:
+            tan[node.id] = node.op.jvp(node, ts)
+        elif node.op.linear:
             tan[node.id] = _linear(node, ts)
         elif node.op.family == "elementwise":
             tan[node.id] = _elementwise(node, ts)

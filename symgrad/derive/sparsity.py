@@ -275,6 +275,7 @@ _RULES: dict[str, Callable[[Node, list], Any]] = {
     "cumsum": _rule_cumsum,
     "softmax": _rule_softmax,
     "none": _rule_none,
+    "dense": _rule_dense,
     "shape": _rule_gather,
     "join": _rule_gather,
     "gather": _rule_gather,

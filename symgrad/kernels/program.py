@@ -18,6 +18,7 @@ from codegen import emit_numpy, load_kernel
 from ..core.graph import Node, toposort
 from ..derive.simplify import simplify_graph
 from ..ops import source as _src
+from .loops import share_histories
 from .lower import lower
 
 log = logging.getLogger("symgrad")
@@ -57,6 +58,7 @@ class Program:
                  simplify: bool = True, hot_after: int | None = None) -> None:
         t0 = time.perf_counter()
         outs = simplify_graph(list(outs)) if simplify else list(outs)
+        outs = share_histories(outs)
         params = list(params)
         self.consts: list[np.ndarray] = []
         if const_group is not None:

@@ -28,6 +28,7 @@ class OpDef:
     form       elementwise only: ``form(*symbols, **attrs) -> sympy.Expr`` (the scalar meaning)
     partials   elementwise, optional: explicit local partials (may use ``OUT``); else ``sympy.diff``
     vjp        non-elementwise: ``vjp(node, g) -> tuple[Node | None, ...]`` in graph ops
+    jvp        optional: ``jvp(node, tangents) -> Node | None`` (else forward mode derives it from the rules below)
     lower      non-elementwise: ``lower(node, target, args) -> list[codegen.ir stmt]``
     infer      ``infer(*input_nodes, **attrs) -> (shape, dtype)``
     diff_args  indices of inputs that can carry a gradient (None: all)
@@ -58,6 +59,7 @@ class OpDef:
     form: Callable[..., sp.Expr] | None = None
     partials: Callable[..., Sequence[sp.Expr]] | None = None
     vjp: Callable[..., tuple[Node | None, ...]] | None = None
+    jvp: Callable[..., Node | None] | None = None
     lower: Callable[..., list] | None = None
     diff_args: tuple[int, ...] | None = None
     view: bool | Callable[[dict], bool] = False

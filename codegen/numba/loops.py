@@ -1,0 +1,127 @@
+"""``ir.Scan`` for numba: the loop as a module-level ``njit`` function of its own, called from the kernel.
+
+The loop function holds the carry between steps. When every value of the step has at most
+``scalar.SCALAR_LIMIT`` elements (a small state: an ODE, a recurrence), the step is straight-line scalar code
+inlined in the loop (``scalar.scalar_lines``): no array is allocated per step, like CasADi's SX or a
+hand-written numba function. Otherwise the step is the numba kernel of the body (``emit_numba`` of it, loaded
+from the kernel cache when the module is imported) called once per step.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from .. import ir
+from . import scalar
+from .folds import src_name, standalone
+from .plan import Planner
+from .render import np_dtype
+
+
+def plan_scan(em: Planner, st: ir.Scan, emit_body: Callable[[ir.Kernel], str]) -> None:
+    """Place the scan as an array made by its loop function (``emit_body`` prints an array-mode step)."""
+    args = [st.init] + ([st.xs] if st.xs is not None else []) + list(st.consts)
+    cls = em.fresh_cls(tuple(st.shape), [None])
+    standalone(em, st, cls, args, _render_scan, scan=st, emit_body=emit_body)
+
+
+def _render_scan(em: Any, op: Any, out: list[str], ind: int) -> None:
+    st: ir.Scan = op.data["scan"]
+    name = em.fresh(f"_{st.target}_loop")
+    em.chunk_fns.append(loop_function(st, name, op.data["emit_body"]))
+    srcs = [src_name(s) for s in op.data["srcs"]]
+    out.append(f"{'    ' * ind}{op.val.arr}[:] = {name}({', '.join(srcs)})")
+
+
+def _step_args(st: ir.Scan, c: str, x: str, k: str) -> list[str]:
+    by_group = {"c": c, "x": x, "k": k}
+    return [by_group[q.group] if q.group != "p" else f"p{q.index}" for q in st.body.params]
+
+
+def _scalar_ok(body: ir.Kernel) -> bool:
+    ok = getattr(scalar, "scalarizable", None)
+    return ok is not None and SCALAR and ok(body)
+
+
+#: whether small steps become inlined scalar code (else every step calls the body's array kernel)
+SCALAR = True
+
+
+def loop_function(st: ir.Scan, name: str, emit_body: Callable[[ir.Kernel], str]) -> str:
+    """Module source defining ``name(init[, xs], p0, ...)``, returning the scan's flat value."""
+    params = ["init"] + (["xs"] if st.xs is not None else []) + [f"p{i}" for i in range(len(st.consts))]
+    dt = np_dtype(st.dtype)
+    steps = f"range({st.length} - 1, -1, -1)" if st.reverse else f"range({st.length})"
+    wc, wy = st.carry_width, st.y_width
+    total = wc + st.length * wy
+    head = [f"def {name}({', '.join(params)}):", f'    """the loop of {st.target}: {st.length} steps"""']
+    if _scalar_ok(st.body):
+        return _scalar_loop(st, name, head, steps, dt, total)
+    step = f"_{name}_step"
+    src = emit_body(st.body)
+    lines = [f"{step} = _load_kernel({src!r}, {st.body.name!r}, prefix='numba')[0]", "", "",
+             '@numba.njit(cache=True, error_model="numpy")', *head,
+             "    c = numpy.ascontiguousarray(init).copy()"]
+    if wy:
+        lines.append(f"    ys = numpy.empty(({st.length}, {wy}), {dt})")
+    lines.append(f"    for k in {steps}:")
+    x = "xs[k]" if st.xs is not None else "None"
+    lines.append(f"        r = {step}({', '.join(_step_args(st, 'c', x, f'numpy.int64({st.start} + k)'))})")
+    lines.append("        c = r[0]")
+    if wy:
+        lines.append("        ys[k] = r[1]")
+    lines.append(f"    out = numpy.empty({total}, {dt})")
+    lines.append(f"    out[:{wc}] = c")
+    if wy:
+        lines.append(f"    out[{wc}:] = ys.reshape(-1)")
+    lines.append("    return out")
+    return "from codegen.cache import load_kernel as _load_kernel\n" + "\n".join(lines) + "\n"
+
+
+def _scalar_loop(st: ir.Scan, name: str, head: list[str], steps: str, dt: str, total: int) -> str:
+    used: set[str] = set()
+
+    def fresh(stem: str) -> str:
+        k = 0
+        while f"{stem}_{k}" in used:
+            k += 1
+        used.add(f"{stem}_{k}")
+        return f"{stem}_{k}"
+
+    wc, wy = st.carry_width, st.y_width
+    carry = [fresh("c") for _ in range(wc)]
+    pre: list[str] = [f"    {c} = {dt}(init[{j}])" for j, c in enumerate(carry)]
+    inputs: dict[str, list[str]] = {}
+    for q in st.body.params:
+        n = math.prod(q.shape)
+        if q.group == "c":
+            inputs[q.name] = carry
+        elif q.group == "x":
+            inputs[q.name] = [f"xs[k, {j}]" for j in range(n)]
+        elif q.group == "k":
+            inputs[q.name] = [f"numpy.int64({st.start} + k)"]
+        else:
+            flat = fresh(f"p{q.index}_flat")
+            pre.append(f"    {flat} = numpy.asarray(p{q.index}).reshape(-1)" if q.shape else
+                       f"    {flat} = numpy.asarray(p{q.index}).reshape(1)")
+            names = [fresh(f"p{q.index}") for _ in range(n)]
+            pre += [f"    {v} = {flat}[{j}]" for j, v in enumerate(names)]
+            inputs[q.name] = names
+    lines, outs = scalar.scalar_lines(st.body, inputs, fresh)
+    new_c = outs[0]
+    loop = [f"    for k in {steps}:"] + [f"        {line}" for line in lines]
+    if wy:
+        loop += [f"        ys[k, {j}] = {e}" for j, e in enumerate(outs[1])]
+    loop.append(f"        {', '.join(carry)}{',' if wc == 1 else ''} = {', '.join(f'{dt}({e})' for e in new_c)}"
+                f"{',' if wc == 1 else ''}")
+    body = ['@numba.njit(cache=True, error_model="numpy")', *head, *pre]
+    if wy:
+        body.append(f"    ys = numpy.empty(({st.length}, {wy}), {dt})")
+    body += loop
+    body.append(f"    out = numpy.empty({total}, {dt})")
+    body += [f"    out[{j}] = {c}" for j, c in enumerate(carry)]
+    if wy:
+        body.append(f"    out[{wc}:] = ys.reshape(-1)")
+    body.append("    return out")
+    return "\n".join(body) + "\n"
+

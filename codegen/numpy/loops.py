@@ -1,0 +1,30 @@
+"""Emission of ``ir.Scan`` as numpy source: the step kernel as a nested function, the loop a Python ``for``."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import ir
+
+
+def emit_scan(st: ir.Scan, emit_kernel: Callable[[ir.Kernel], str]) -> list[str]:
+    """The lines (indented for a kernel body) computing ``st.target``; ``emit_kernel`` prints the step."""
+    t = st.target
+    step = emit_kernel(st.body)
+    step = step[step.index("def "):]          # the nested function, without the module header
+    lines = ["    " + line if line else "" for line in step.rstrip("\n").split("\n")]
+    groups = {"c": f"({t}_c,)", "x": f"({st.xs}[{t}_k],)" if st.xs is not None else "()", "k": f"(numpy.int64({st.start} + {t}_k),)",
+              "p": "(" + "".join(f"{p}, " for p in st.consts) + ")"}
+    call = f"{st.body.name}({', '.join(groups[g] for g in st.body.groups)})"
+    steps = f"range({st.length} - 1, -1, -1)" if st.reverse else f"range({st.length})"
+    lines.append(f"    {t}_c = numpy.asarray({st.init}, dtype=numpy.{st.dtype})")
+    if st.y_width:
+        lines.append(f"    {t}_y = numpy.empty(({st.length}, {st.y_width}), dtype=numpy.{st.dtype})")
+    lines.append(f"    for {t}_k in {steps}:")
+    lines.append(f"        {t}_r = {call}")
+    lines.append(f"        {t}_c = numpy.asarray({t}_r[0], dtype=numpy.{st.dtype})")
+    if st.y_width:
+        lines.append(f"        {t}_y[{t}_k] = {t}_r[1]")
+        lines.append(f"    {t} = numpy.concatenate(({t}_c, {t}_y.ravel()))")
+    else:
+        lines.append(f"    {t} = {t}_c")
+    return lines

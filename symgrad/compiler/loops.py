@@ -1,0 +1,296 @@
+"""Loop primitives with JAX's signatures: ``fori_loop``, ``scan``, ``while_loop``.
+
+The step function is traced once on symbolic tensors (whatever the number of steps) into a ``Body``; the loop
+is one ``scan`` node of the graph, eager or traced, so it composes with ``backward()``, ``@sg.compile`` and
+every transform. The carry is any pytree (tuples, lists, dicts, namedtuples) of tensors, arrays or numbers;
+inside the loop it is one flat vector (``ops/loop.py``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.errors import TracingError
+from ..core.graph import Node, toposort
+from ..core.pytree import TreeSpec, tree_flatten, tree_unflatten
+from ..derive.loops import cast, leaf, rebuild, reshape
+from ..eager.base import _is_number
+from ..eager.basic import cat as _tcat
+from ..eager.grad_mode import enable_grad
+from ..eager.record import _apply
+from ..eager.tensor import Tensor
+from ..ops import source as _src
+from ..ops.loop import Body, pack_dtype
+from ..ops.loop import scan as _scan_op
+from .tracing import TraceContext, Tracer
+
+__all__ = ["fori_loop", "scan", "while_loop"]
+
+
+class _Part:
+    """One leaf of a carry / xs / y tree: its shape and dtype (per step for xs)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple[int, ...], dtype: dtypes.DType) -> None:
+        self.shape, self.dtype = tuple(shape), dtype
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Part) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __repr__(self) -> str:
+        return f"{self.dtype.name}{list(self.shape)}"
+
+
+def _as_tensor(x: Any, what: str) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if _is_number(x) and not isinstance(x, np.ndarray):
+        dt = dtypes.bool if isinstance(x, (bool, np.bool_)) else (
+            dtypes.int64 if isinstance(x, (int, np.integer)) else dtypes.float64)
+        return Tensor(np.asarray(x, dtype=dt.np))
+    try:
+        arr = np.asarray(x)
+    except ValueError:
+        arr = None
+    if arr is None or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be tensors, arrays or numbers (in tuples, lists or dicts), not "
+                        f"{type(x).__name__}")
+    return Tensor(arr)
+
+
+def _flat(tree: Any, what: str) -> tuple[list[Tensor], TreeSpec]:
+    leaves, spec = tree_flatten(tree)
+    return [_as_tensor(v, what) for v in leaves], spec
+
+
+def _pack(ts: list[Tensor], dt: dtypes.DType) -> Tensor:
+    """The leaves as one flat vector of ``dt`` (what the loop carries)."""
+    flat = [t.reshape(-1).to(dt) if t.dtype is not dt else t.reshape(-1) for t in ts]
+    if not flat:
+        return Tensor(np.zeros(0, dt.np))
+    return flat[0] if len(flat) == 1 else _tcat(flat, 0)
+
+
+def _unpack(flat: Tensor, parts: list[_Part], offset: int = 0) -> list[Tensor]:
+    out, off = [], offset
+    for p in parts:
+        t = flat[off:off + p.size].reshape(p.shape)
+        out.append(t.to(p.dtype) if p.dtype is not flat.dtype else t)
+        off += p.size
+    return out
+
+
+class _BodyContext(TraceContext):
+    """Traces a step: concrete tensors the step reads (closures) become leaves of the body, recorded."""
+
+    def __init__(self) -> None:
+        self.lifted: dict[int, tuple[Tensor, Tracer]] = {}
+
+    def record(self, op: Any, inputs: Any, attrs: dict, out_dtype: Any = None) -> Tensor:
+        ins = [self._lift(x) if isinstance(x, Tensor) and not isinstance(x, Tracer) else x for x in inputs]
+        return super().record(op, ins, attrs, out_dtype)
+
+    def _lift(self, t: Tensor) -> Tracer:
+        hit = self.lifted.get(id(t))
+        if hit is None:
+            lv = Tracer.wrap(leaf(tuple(t.shape), t.dtype))
+            hit = self.lifted[id(t)] = (t, lv)
+        return hit[1]
+
+
+def _node_leaf(shape: tuple[int, ...], dt: dtypes.DType) -> Tracer:
+    return Tracer.wrap(leaf(shape, dt))
+
+
+def _out_parts(ts: list[Any], what: str) -> list[Tensor]:
+    out = []
+    for t in ts:
+        if not isinstance(t, Tensor):
+            t = _as_tensor(t, what)
+        out.append(t)
+    return out
+
+
+def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[_Part] | None,
+                xspec: TreeSpec | None, dt: dtypes.DType, index: bool, kind: str) -> tuple:
+    """Trace ``fn`` once; returns (body, y parts, y spec, the outer values the body reads)."""
+    first = leaf((0,), dt).id             # every node the step makes has a larger id
+    wc = sum(p.size for p in carry)
+    c_leaf = leaf((wc,), dt)
+    x_leaf = leaf((sum(p.size for p in xparts),), dt) if xparts is not None else None
+    i_leaf = Node(_src.leaf, (), (), (), dtypes.int64) if index else None
+    ctx = _BodyContext()
+    with enable_grad(), ctx:
+        c_in = _unpack(Tracer.wrap(c_leaf), carry)
+        c_tree = tree_unflatten(c_in, cspec)
+        if kind == "fori":
+            result = fn(Tracer.wrap(i_leaf), c_tree)
+            new, y = result, None
+        elif kind == "scan":
+            x_tree = tree_unflatten(_unpack(Tracer.wrap(x_leaf), xparts), xspec) if xparts is not None else None
+            result = fn(c_tree, x_tree)
+            if not isinstance(result, (tuple, list)) or len(result) != 2:
+                raise TypeError("scan: the step function must return a pair (carry, y)")
+            new, y = result
+        else:
+            new, y = fn(c_tree), None
+        new_leaves, new_spec = tree_flatten(new)
+        if new_spec != cspec:
+            raise TypeError(f"{_NAMES[kind]} body function carry input and carry output must have the same pytree "
+                            f"structure, but they differ: input {cspec}, output {new_spec}")
+        new_t = _out_parts(new_leaves, "the carry")
+        got = [_Part(tuple(t.shape), t.dtype) for t in new_t]
+        if got != carry:
+            raise TypeError(f"{_NAMES[kind]} body function carry input and carry output must have equal types "
+                            f"(shapes and dtypes): input {carry}, output {got}")
+        y_parts: list[_Part] = []
+        y_spec = None
+        y_t: list[Tensor] = []
+        if y is not None:
+            y_leaves, y_spec = tree_flatten(y)
+            y_t = _out_parts(y_leaves, "the scan outputs")
+            y_parts = [_Part(tuple(t.shape), t.dtype) for t in y_t]
+        new_flat = _pack(new_t, dt)
+        y_flat = _pack(y_t, dt) if y_t else None
+    nodes = [_node_of(new_flat)] + ([_node_of(y_flat)] if y_flat is not None else [])
+    # values from outside the step (tensors a compiled function traced before, numpy constants): inputs
+    lifted = [(t, lv._node) for t, lv in ctx.lifted.values()]
+    body_leaves = {c_leaf.id} | {lv.id for _, lv in lifted}
+    if x_leaf is not None:
+        body_leaves.add(x_leaf.id)
+    if i_leaf is not None:
+        body_leaves.add(i_leaf.id)
+    outer: dict[int, tuple[Any, Node]] = {}
+
+    def foreign(n: Node) -> bool:
+        return n.id not in body_leaves and n.op.name != "scalar" and (n.id < first or n.op is _src.const)
+
+    for n in toposort(nodes, stop=foreign):
+        if foreign(n) and n.id not in outer:
+            value = Tracer.wrap(n) if n.op is not _src.const else Tensor(np.asarray(n.value))
+            outer[n.id] = (value, leaf(n.shape, n.dtype))
+        elif n.op is _src.leaf and n.id not in body_leaves:
+            raise TracingError(f"{_NAMES[kind]}: the step reads a traced value of another function")
+    if outer:
+        nodes = rebuild(nodes, {i: lv for i, (_, lv) in outer.items()})
+    consts = [(t, lv) for t, lv in lifted] + [(v, lv) for v, lv in outer.values()]
+    new_c = nodes[0]
+    if new_c.shape != (wc,):
+        new_c = reshape(new_c, (wc,))
+    body = Body(c_leaf, x_leaf, i_leaf, tuple(lv for _, lv in consts), cast(new_c, dt),
+                cast(nodes[1], dt) if len(nodes) > 1 else None, label=f"step of {getattr(fn, '__name__', 'f')}")
+    return body, y_parts, y_spec, [v for v, _ in consts]
+
+
+def _node_of(t: Tensor) -> Node:
+    if isinstance(t, Tracer):
+        return t._node
+    return Node(_src.const, (), (), tuple(t.shape), t.dtype, value=np.asarray(t._data))
+
+
+_NAMES = {"fori": "fori_loop", "scan": "scan", "while": "while_loop"}
+
+
+def _loop(kind: str, fn: Callable, init: Any, xs: Any, length: int, reverse: bool, start: int) -> tuple:
+    c_ts, cspec = _flat(init, "the loop carry")
+    carry = [_Part(tuple(t.shape), t.dtype) for t in c_ts]
+    x_ts, xspec, xparts = [], None, None
+    if xs is not None:
+        x_ts, xspec = _flat(xs, "scan's xs")
+        if x_ts:
+            lengths = {t.shape[0] if t.ndim else None for t in x_ts}
+            if None in lengths:
+                raise ValueError("scan got value with no leading axis to scan over: every leaf of xs needs one")
+            if len(lengths) > 1 or (length is not None and length not in lengths):
+                shown = sorted(lengths) + ([length] if length is not None else [])
+                raise ValueError(f"scan got values with different leading axis sizes: {', '.join(map(str, shown))}")
+            length = lengths.pop()
+            xparts = [_Part(tuple(t.shape[1:]), t.dtype) for t in x_ts]
+        else:
+            x_ts = []
+    if length is None:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
+    dt = pack_dtype([p.dtype for p in carry + (xparts or [])])
+    body, y_parts, y_spec, consts = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind)
+    if y_parts and dt is dtypes.float32 and any(p.dtype is not dtypes.float32 for p in y_parts):
+        dt = dtypes.float64       # a float64 (or integer) output: carry everything in float64
+        body, y_parts, y_spec, consts = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind)
+    inputs: list[Any] = [_pack(c_ts, dt)]
+    if xparts is not None:
+        rows = [t.reshape(length, -1) for t in x_ts]
+        rows = [r.to(dt) if r.dtype is not dt else r for r in rows]
+        inputs.append(rows[0] if len(rows) == 1 else _tcat(rows, 1))
+    out = _apply(_scan_op, *inputs, *consts, body=body, length=int(length), reverse=bool(reverse), start=int(start))
+    wc = body.carry_width
+    final = tree_unflatten(_unpack(out, carry), cspec)
+    if kind != "scan":
+        return final, None
+    if not y_parts:
+        return final, None if y_spec is None else tree_unflatten([], y_spec)
+    wy = body.y_width
+    ys = out[wc:wc + length * wy].reshape(length, wy)
+    y_out, off = [], 0
+    for p in y_parts:
+        t = ys[:, off:off + p.size].reshape((length, *p.shape))
+        y_out.append(t.to(p.dtype) if p.dtype is not dt else t)
+        off += p.size
+    return final, tree_unflatten(y_out, y_spec)
+
+
+def _static_int(v: Any, what: str) -> int:
+    if isinstance(v, Tracer):
+        raise TracingError(f"fori_loop: {what} must be a Python int (the number of steps is fixed when the loop is "
+                           "traced); a traced bound is not supported: use while_loop for a data-dependent count")
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        raise TypeError(f"fori_loop: {what} must be an int, not {type(v).__name__}") from None
+
+
+def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+    """``for i in range(lower, upper): val = body_fun(i, val)``, as one loop node (JAX's ``lax.fori_loop``).
+
+    ``i`` is a 0-d int64 tensor; ``init_val`` any pytree of tensors, arrays or numbers. The body is traced once;
+    forward and reverse derivatives (and higher) are loops too.
+    """
+    lo, hi = _static_int(lower, "lower"), _static_int(upper, "upper")
+    n = max(hi - lo, 0)
+    final, _ = _loop("fori", body_fun, init_val, None, n, False, lo)
+    return final
+
+
+def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None,
+         reverse: bool = False) -> tuple[Any, Any]:
+    """JAX's ``lax.scan``: ``carry, y = f(carry, x)`` over the leading axis of ``xs`` (or ``length`` steps with
+    ``x = None``); returns the final carry and the ``y``s stacked (row ``k`` from ``xs[k]``, also with
+    ``reverse=True``, which runs from the last row)."""
+    if length is not None:
+        length = int(length)
+    return _loop("scan", f, init, xs, length, reverse, 0)
+
+
+def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
+    """JAX's ``lax.while_loop``: ``while cond_fun(val): val = body_fun(val)``.
+
+    Eagerly it runs the Python loop on tensors (recording each step for ``backward()``). Under ``@sg.compile``
+    the trip count depends on traced values, which a traced program cannot hold: it raises, as JAX's reverse
+    mode does; use ``fori_loop`` with a fixed count.
+    """
+    leaves, _ = tree_flatten(init_val)
+    if any(isinstance(v, Tracer) for v in leaves):
+        raise TracingError("Reverse-mode differentiation does not work for while_loop with a traced trip count: "
+                           "symgrad traces loops with a fixed number of steps. Use sg.fori_loop(lower, upper, ...) "
+                           "or sg.scan(..., length=n) with a static count.")
+    val = init_val
+    while bool(cond_fun(val)):
+        val = body_fun(val)
+    return val
+

@@ -1,0 +1,250 @@
+"""Derivatives of loops (the ``scan`` op): the VJP and the JVP of a scan are scans themselves.
+
+Reverse mode: a *history* scan (the same loop, storing the carry each step starts from) and an *adjoint*
+scan running backwards over the stored carries: its carry is ``λ`` (the carry's cotangent) followed by the
+running sums of the closed-over values' cotangents, its per-step output the cotangent of the step's input.
+The adjoint step is the body's own VJP (``backward_graph`` on the body, once per body), so second and higher
+derivatives are loops again. Forward mode: one scan carrying ``(c, ċ)`` whose step is the body's JVP.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+
+from ..core import dtypes
+from ..core.graph import Node, toposort
+from ..ops import A, apply
+from ..ops import source as _src
+from ..ops.loop import Body, scan, split_inputs
+from .forward import jvp_graph
+from .reverse import backward_graph
+
+
+def leaf(shape: tuple[int, ...], dtype: dtypes.DType) -> Node:
+    return Node(_src.leaf, (), (), tuple(shape), dtype, requires_grad=dtype.is_floating_point)
+
+
+def piece(x: Node, a: int, b: int) -> Node:
+    """``x[a:b]`` of a flat vector."""
+    return apply("index", x, index=(("s", a, b, None),))
+
+
+def columns(x: Node, a: int, b: int) -> Node:
+    """``x[:, a:b]`` of a matrix."""
+    return apply("index", x, index=(("s", None, None, None), ("s", a, b, None)))
+
+
+def reshape(x: Node, shape: tuple[int, ...]) -> Node:
+    return x if x.shape == tuple(shape) else apply("reshape", x, shape=tuple(shape))
+
+
+def cast(x: Node, dt: dtypes.DType) -> Node:
+    return x if x.dtype is dt else apply("fused", x, expr=A[0], dtype=dt)
+
+
+def cat(parts: list[Node], dim: int, dt: dtypes.DType) -> Node:
+    parts = [cast(p, dt) for p in parts]
+    return parts[0] if len(parts) == 1 else apply("cat", *parts, dim=dim, out_dtype=dt.name)
+
+
+def zeros(shape: tuple[int, ...], dt: dtypes.DType) -> Node:
+    z = Node(_src.scalar, (), (("value", 0),), (), dt, value=0)
+    return apply("expand", z, shape=tuple(shape)) if shape else apply("fused", z, expr=A[0], dtype=dt)
+
+
+def add(a: Node, b: Node) -> Node:
+    return apply("fused", a, b, expr=A[0] + A[1], dtype=a.dtype)
+
+
+def size(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+def rebuild(outs: list[Node | None], mapping: dict[int, Node]) -> list[Node | None]:
+    """``outs`` with the nodes of ``mapping`` (by id) replaced, one shared copy of what depends on them."""
+    done: dict[int, Node] = dict(mapping)
+    roots = [o for o in outs if o is not None]
+    for n in toposort(roots, stop=lambda m: m.id in mapping):
+        if n.id in done:
+            continue
+        ins = tuple(done.get(i.id, i) for i in n.inputs)
+        if all(a is b for a, b in zip(ins, n.inputs)):
+            done[n.id] = n
+            continue
+        diff = n.op.diff_args
+        rg = any(x.requires_grad for i, x in enumerate(ins) if diff is None or i in diff)
+        done[n.id] = Node(n.op, ins, n.attrs, n.shape, n.dtype, requires_grad=rg and n.dtype.is_floating_point)
+    return [done[o.id] if o is not None else None for o in outs]
+
+
+def scan_node(inputs: list[Node], body: Body, length: int, reverse: bool, start: int) -> Node:
+    return apply(scan, *inputs, body=body, length=length, reverse=reverse, start=start)
+
+
+# --------------------------------------------------------------------------- reverse mode
+
+def history_body(body: Body) -> Body:
+    """The same step, also emitting the carry it started from (after its own ``y``)."""
+    if "history" not in body.memo:
+        dt = body.new_carry.dtype
+        y = cat([body.y, body.carry], 0, dt) if body.y is not None else body.carry
+        body.memo["history"] = Body(body.carry, body.x, body.index, body.consts, body.new_carry, y,
+                                    derived=("history", body), names=body.names, label=body.label)
+    return body.memo["history"]
+
+
+_HISTORY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def history_node(node: Node) -> Node:
+    """The history scan of a scan node (one per node: repeated VJPs share it)."""
+    h = _HISTORY.get(node)
+    if h is None:
+        h = scan_node(list(node.inputs), history_body(node.attr("body")), node.attr("length"),
+                      node.attr("reverse"), node.attr("start"))
+        _HISTORY[node] = h
+    return h
+
+
+def adjoint_body(body: Body, need_x: bool, need_p: tuple[bool, ...]) -> Body:
+    """The reverse step: from (λ, p̄) and the stored (carry, x, ȳ) of a step to (λ of the step before, p̄ +
+    this step's contribution), emitting the step's x̄ when ``need_x``."""
+    key = ("adjoint", need_x, need_p)
+    if key in body.memo:
+        return body.memo[key]
+    dt = body.new_carry.dtype
+    wc, wx, wy = body.carry_width, body.x_width, body.y_width
+    wp = sum(size(p.shape) for p, need in zip(body.consts, need_p) if need)
+    ca = leaf((wc + wp,), dt)
+    xa = leaf((wc + wx + wy,), dt)
+    idx = leaf((), dtypes.int64) if body.index is not None else None
+    consts = tuple(leaf(p.shape, p.dtype) for p in body.consts)
+    c = piece(xa, 0, wc)
+    mapping = {body.carry.id: c, **{p.id: q for p, q in zip(body.consts, consts)}}
+    if body.x is not None:
+        mapping[body.x.id] = piece(xa, wc, wc + wx)
+    if idx is not None:
+        mapping[body.index.id] = idx
+    new_c, y = rebuild([body.new_carry, body.y], mapping)
+    lam = piece(ca, 0, wc)
+    roots, seeds = [new_c], [lam]
+    if y is not None:
+        roots.append(y)
+        seeds.append(piece(xa, wc + wx, wc + wx + wy))
+    wrt = [c] + ([mapping[body.x.id]] if need_x else []) + [q for q, need in zip(consts, need_p) if need]
+    grads, _ = backward_graph(roots, seeds, wrt)
+    grads = [g if g is not None else zeros(w.shape, w.dtype) for g, w in zip(grads, wrt)]
+    lam_prev = cast(grads[0], dt)
+    xbar = reshape(cast(grads[1], dt), (wx,)) if need_x else None
+    pbars = grads[1 + need_x:]
+    if wp:
+        flat = cat([reshape(cast(g, dt), (size(g.shape),)) for g in pbars], 0, dt)
+        new_carry = cat([lam_prev, add(piece(ca, wc, wc + wp), flat)], 0, dt)
+    else:
+        new_carry = lam_prev
+    adj = Body(ca, xa, idx, consts, new_carry, xbar, label=f"adjoint of {body.label}")
+    adj.memo["primal"] = body
+    body.memo[key] = adj
+    return adj
+
+
+def scan_vjp(node: Node, g: Node) -> tuple[Node | None, ...]:
+    body: Body = node.attr("body")
+    length, reverse, start = node.attr("length"), node.attr("reverse"), node.attr("start")
+    init, xs, consts = split_inputs(node)
+    dt = node.dtype
+    wc, wx, wy = body.carry_width, body.x_width, body.y_width
+    need_x = xs is not None and xs.requires_grad
+    need_p = tuple(bool(p.requires_grad and p.dtype.is_floating_point) for p in consts)
+    hw = wy + wc
+    hist = history_node(node)
+    stored = columns(reshape(piece(hist, wc, wc + length * hw), (length, hw)), wy, hw)
+    parts = [stored]
+    if xs is not None:
+        parts.append(xs)
+    if wy:
+        parts.append(reshape(piece(g, wc, wc + length * wy), (length, wy)))
+    xs_a = cat(parts, 1, dt)
+    adj = adjoint_body(body, need_x, need_p)
+    wp = adj.carry_width - wc
+    lam = piece(g, 0, wc)
+    init_a = cat([lam, zeros((wp,), dt)], 0, dt) if wp else lam
+    a = scan_node([init_a, xs_a, *consts], adj, length, not reverse, start)
+    out: list[Node | None] = [cast(piece(a, 0, wc), init.dtype)]
+    if xs is not None:
+        out.append(reshape(piece(a, wc + wp, wc + wp + length * wx), (length, wx)) if need_x else None)
+    off = wc
+    for p, need in zip(consts, need_p):
+        if need:
+            n = size(p.shape)
+            out.append(cast(reshape(piece(a, off, off + n), p.shape), p.dtype))
+            off += n
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- forward mode
+
+def tangent_body(body: Body, have_x: bool, have_p: tuple[bool, ...]) -> Body:
+    """The step carrying ``(c, ċ)``: its x is ``(x, ẋ)`` when ``have_x``, its consts the primal ones followed by
+    the tangents of those in ``have_p``; ``y`` is ``(y, ẏ)``."""
+    key = ("tangent", have_x, have_p)
+    if key in body.memo:
+        return body.memo[key]
+    dt = body.new_carry.dtype
+    wc, wx = body.carry_width, body.x_width
+    ct = leaf((2 * wc,), dt)
+    xt = leaf((wx * (2 if have_x else 1),), dt) if body.x is not None else None
+    idx = leaf((), dtypes.int64) if body.index is not None else None
+    consts = tuple(leaf(p.shape, p.dtype) for p in body.consts)
+    dots = tuple(leaf(p.shape, p.dtype) for p, h in zip(body.consts, have_p) if h)
+    c, cdot = piece(ct, 0, wc), piece(ct, wc, 2 * wc)
+    mapping = {body.carry.id: c, **{p.id: q for p, q in zip(body.consts, consts)}}
+    wrt, tans = [c], [cdot]
+    if body.x is not None:
+        mapping[body.x.id] = piece(xt, 0, wx)
+        if have_x:
+            wrt.append(mapping[body.x.id])
+            tans.append(piece(xt, wx, 2 * wx))
+    if idx is not None:
+        mapping[body.index.id] = idx
+    wrt += [q for q, h in zip(consts, have_p) if h]
+    tans += list(dots)
+    new_c, y = rebuild([body.new_carry, body.y], mapping)
+    outs = [new_c] + ([y] if y is not None else [])
+    ts = jvp_graph(outs, wrt, tans)
+    ts = [t if t is not None else zeros(o.shape, o.dtype) for t, o in zip(ts, outs)]
+    new_carry = cat([new_c, ts[0]], 0, dt)
+    yt = cat([y, ts[1]], 0, dt) if y is not None else None
+    tb = Body(ct, xt, idx, consts + dots, new_carry, yt, derived=("tangent", body), label=f"tangent of {body.label}")
+    body.memo[key] = tb
+    return tb
+
+
+def scan_jvp(node: Node, ts: list[Node | None]) -> Node | None:
+    body: Body = node.attr("body")
+    length, reverse, start = node.attr("length"), node.attr("reverse"), node.attr("start")
+    init, xs, consts = split_inputs(node)
+    dt = node.dtype
+    wc, wy = body.carry_width, body.y_width
+    t_init = ts[0]
+    t_xs = ts[1] if xs is not None else None
+    t_consts = ts[2:] if xs is not None else ts[1:]
+    have_p = tuple(t is not None for t in t_consts)
+    tb = tangent_body(body, t_xs is not None, have_p)
+    init_t = cat([init, t_init if t_init is not None else zeros(init.shape, dt)], 0, dt)
+    inputs = [init_t]
+    if xs is not None:
+        inputs.append(cat([xs, t_xs], 1, dt) if t_xs is not None else xs)
+    inputs += list(consts) + [cast(t, p.dtype) for t, p in zip(t_consts, consts) if t is not None]
+    s = scan_node(inputs, tb, length, reverse, start)
+    cdot = piece(s, wc, 2 * wc)
+    if not wy:
+        return cdot
+    ys = reshape(piece(s, 2 * wc, 2 * wc + 2 * wy * length), (length, 2 * wy))
+    return cat([cdot, reshape(columns(ys, wy, 2 * wy), (length * wy,))], 0, dt)
+
+
+scan.vjp = scan_vjp
+scan.jvp = scan_jvp
