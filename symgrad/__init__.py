@@ -272,6 +272,7 @@ from .eager.formula import Formula, formula, grad_formula
 from .compiler.function import CompiledFunction, compile
 from .compiler.transforms import grad, hessian, jacobian, jvp, value_and_grad, vjp
 from .compiler.custom import custom_op, custom_rule
+from .compiler.dask import DaskSplitError, dask_options
 from .compiler.loops import fori_loop, scan, while_loop
 
 from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random  # noqa: E402  (the namespaces)

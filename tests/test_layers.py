@@ -18,7 +18,7 @@ LAYERS = {
     "codegen": 0, "symgrad.core": 0, "symgrad.ops": 1, "symgrad.derive": 2, "symgrad.kernels": 3,
     "symgrad.eager": 4, "symgrad.compiler": 5, "symgrad": 6,
 }
-HEAVY = ("numba", "scipy", "llvmlite")
+HEAVY = ("numba", "scipy", "llvmlite", "dask", "distributed")  # dask: the optional ``dask`` extra
 
 
 def _modules() -> dict[str, Path]:
@@ -160,6 +160,6 @@ def test_import_symgrad_imports_neither_numba_nor_scipy():
     import subprocess
     import sys
 
-    code = "import sys, symgrad; print(sorted(m for m in ('numba', 'scipy', 'torch') if m in sys.modules))"
+    code = "import sys, symgrad; print(sorted(m for m in ('numba', 'scipy', 'torch', 'dask') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

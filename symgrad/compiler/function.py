@@ -82,6 +82,11 @@ class _Entry:
 
 _MISSING = object()     # an argument not given to a generated fast-path __call__
 
+# ---- arguments another module computes (compiler/dask.py registers dask arrays)
+#: (claims(args) -> bool, run(compiled_function, args, out) -> result), tried in order by ``__call__``
+ARGUMENT_HANDLERS: list[tuple[Callable[[Sequence[Any]], bool], Callable[..., Any]]] = []
+# ----
+
 
 def _kernel_args(e: _Entry, names: list[str], call_args: list, ns: dict[str, Any]) -> list[str]:
     """The kernel's arguments in a generated fast path: the caller's (``names``), then closed-over
@@ -294,6 +299,9 @@ class CompiledFunction:
             if out is not None:
                 raise TypeError("out= is not available with dict arguments")
             return self._call_dicts(spec, args)
+        for claims, run in ARGUMENT_HANDLERS:   # ---- dask arrays (compiler/dask.py)
+            if claims(args):
+                return run(self, args, out)     # ----
         if out is not None:
             return self._call_out(args, out)
         tensors = False

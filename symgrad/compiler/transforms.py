@@ -29,7 +29,7 @@ from ..eager.tensor import Tensor
 from ..kernels.program import Program
 from ..ops import A, apply
 from ..ops import source as _src
-from .function import CompiledFunction, _kind, bind_positional, kernel_source
+from .function import ARGUMENT_HANDLERS, CompiledFunction, _kind, bind_positional, kernel_source
 from .tracing import Signature, Tracer, _as_node, gradient_nodes, trace_signature
 
 #: most sweeps fused into one kernel (each is a copy of the derivative graph)
@@ -247,6 +247,9 @@ class DerivativeFunction(CompiledFunction):
             args = bind_positional(self.fn, args, kwargs)
         if any(isinstance(a, Tracer) for a in args):
             return self._trace_symbolic(args)
+        for claims, run in ARGUMENT_HANDLERS:   # ---- dask arrays (compiler/dask.py)
+            if claims(args):
+                return run(self, args)          # ----
         sig, kinds = self._signature(args)
         sweeps = self._sweeps(sig)
         arrays = self._arrays(args, kinds)
