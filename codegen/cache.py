@@ -54,8 +54,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from . import numba_object
 from .files import tmp_beside, unlink
-from .numba_cache import instrument
+from .numba_cache import instrument, register
 
 log = logging.getLogger("symgrad.codegen")
 
@@ -67,6 +68,11 @@ _resolved: tuple[tuple, Path] | None = None
 _FALSE = ("", "0", "false", "no", "off")
 
 _IMPORT_LOCK = threading.RLock()
+#: kernel modules being executed by ``_import`` in this thread (a kernel loaded from another's module
+#: level must be numba's dispatcher: numba code calls it)
+_NESTED = threading.local()
+#: the ``LightKernel`` of each (module, function), so loading the same text twice gives the same kernel
+_LIGHT: dict[tuple[str, str], Any] = {}
 
 
 def cache_disabled() -> bool:
@@ -199,17 +205,51 @@ def _import(path: Path, data: bytes, modname: str) -> ModuleType:
     assert spec is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[modname] = mod          # numba's cache rebuilds environments with import_module(modname)
+    _NESTED.depth = getattr(_NESTED, "depth", 0) + 1
     try:
         exec(code, mod.__dict__)  # noqa: S102
     except BaseException:
         sys.modules.pop(modname, None)
         raise
+    finally:
+        _NESTED.depth -= 1
     return mod
 
 
-def load_kernel(source: str, name: str, prefix: str = "k") -> tuple[Any, Path]:
+def _dispatcher(path: Path, data: bytes, modname: str, name: str, label: str, count: bool = True) -> Any:
+    """Function ``name`` of the kernel module (imported once), a numba dispatcher getting the cache guard."""
+    with _IMPORT_LOCK:
+        mod = sys.modules.get(modname)
+        if mod is None:
+            mod = _import(path, data, modname)
+    fn = getattr(mod, name)
+    if hasattr(fn, "_cache") and hasattr(fn, "stats"):      # a numba dispatcher (duck-typed: no numba import)
+        instrument(fn, label=label, objects=numba_object.object_file(path, name), count=count)
+    return fn
+
+
+def _light(path: Path, data: bytes, modname: str, name: str, label: str) -> Any:
+    """The ``LightKernel`` of function ``name`` if the object cache serves it here (numba not imported yet)."""
+    key = (modname, name)
+    kernel = _LIGHT.get(key)
+    if kernel is None and "numba" not in sys.modules and modname not in sys.modules and numba_object.enabled():
+        with _IMPORT_LOCK:
+            kernel = _LIGHT.get(key)
+            if kernel is None:
+                kernel = numba_object.open_kernel(
+                    path, name, modname, label, lambda: _dispatcher(path, data, modname, name, label, count=False))
+                if kernel is not None:
+                    _LIGHT[key] = register(kernel)
+    return kernel
+
+
+def load_kernel(source: str, name: str, prefix: str = "k", light: bool = True) -> tuple[Any, Path]:
     """Keep ``source`` under its hash in the cache folder (verified, rebuilt if damaged) and return
-    (``name`` from it, the file's path). In memory only under ``SYMGRAD_DISABLE_CACHE``."""
+    (``name`` from it, the file's path). In memory only under ``SYMGRAD_DISABLE_CACHE``.
+
+    A numba kernel whose object code is cached (``codegen.numba_object``) comes as a ``LightKernel``, which
+    runs it without importing numba, unless ``light`` is false, numba is imported already, or the kernel is
+    loaded while another kernel module executes (numba code calls it): then numba's dispatcher."""
     t0 = time.perf_counter()
     data = source.encode()
     digest = source_hash(data)
@@ -232,20 +272,23 @@ def load_kernel(source: str, name: str, prefix: str = "k") -> tuple[Any, Path]:
                 log.warning("symgrad: %s", what)
                 in_memory = True
     t1 = time.perf_counter()
+    label = f"{prefix}_{digest}.{name}"
     if in_memory:
-        mod = _in_memory(source, digest, prefix)
+        fn = getattr(_in_memory(source, digest, prefix), name)
+        if hasattr(fn, "_cache") and hasattr(fn, "stats"):  # a numba dispatcher (duck-typed: no numba import)
+            instrument(fn, label=label)
     else:
         modname = f"symgrad_gen.{prefix}_{digest}"
-        with _IMPORT_LOCK:
-            mod = sys.modules.get(modname)
-            if mod is None:
-                mod = _import(path, data, modname)
-            else:
+        fn = None
+        if light and not getattr(_NESTED, "depth", 0):
+            fn = _light(path, data, modname, name, label)
+            if fn is not None:
+                what += ", object code cached (numba not imported)"
+        if fn is None:
+            if modname in sys.modules:
                 what += ", module already imported"
+            fn = _dispatcher(path, data, modname, name, label)
     t2 = time.perf_counter()
-    fn = getattr(mod, name)
-    if hasattr(fn, "_cache") and hasattr(fn, "stats"):      # a numba dispatcher (duck-typed: no numba import)
-        instrument(fn, label=f"{prefix}_{digest}.{name}")
     log.debug("kernel %s: %s; check+write %.1f ms, import %.1f ms (%s)", fname, what, 1e3 * (t1 - t0),
               1e3 * (t2 - t1), path)
     return fn, path

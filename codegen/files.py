@@ -2,11 +2,38 @@
 in the same folder (readers see the old file or the whole new one, never a part)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["tmp_beside", "unlink", "write_atomic"]
+try:
+    import fcntl
+except ImportError:  # not on this platform: no cross-process lock (best effort)
+    fcntl = None
+
+__all__ = ["locked", "tmp_beside", "unlink", "write_atomic"]
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` across processes (best effort: none where unavailable)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600) if fcntl is not None else None
+    except OSError:
+        fd = None
+    if fd is None:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)
 
 
 def tmp_beside(path: Path, data: bytes) -> str:

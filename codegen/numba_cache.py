@@ -30,7 +30,6 @@ kernel this process loaded through ``load_kernel``.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -40,14 +39,11 @@ import pickle
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from . import numba_object
+from .files import locked as _locked
 from .files import unlink, write_atomic
-
-try:
-    import fcntl
-except ImportError:  # not on this platform: no cross-process lock (best effort)
-    fcntl = None
 
 log = logging.getLogger("symgrad.codegen")
 
@@ -55,26 +51,6 @@ __all__ = ["instrument", "jit_stats"]
 
 #: The numba kernels instrumented in this process (weak references), for ``jit_stats()``.
 _KERNELS: list[weakref.ref] = []
-
-
-@contextlib.contextmanager
-def _locked(path: str) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` across processes (best effort: none where unavailable)."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600) if fcntl is not None else None
-    except OSError:
-        fd = None
-    if fd is None:
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass
-        yield
-    finally:
-        os.close(fd)
 
 
 def _sha(path: str) -> str | None:
@@ -153,9 +129,10 @@ class _NumbaCacheGuard:
     signature and ``save_overload`` after): verifies artefacts, survives damaged ones, counts and logs.
     Everything else is delegated to numba's cache object."""
 
-    def __init__(self, inner: Any, label: str) -> None:
+    def __init__(self, inner: Any, label: str, objects: Path | None = None) -> None:
         self._inner = inner
         self.label = label
+        self.objects = objects if objects is not None and numba_object.enabled() else None
         self.loads = 0
         self.compiles = 0
         self.rejected = 0
@@ -261,7 +238,7 @@ class _NumbaCacheGuard:
                 reason = self._verify()
                 if reason is None:
                     try:
-                        cres = load(sig, target_context)
+                        cres = self._load(load, sig, target_context)
                     except Exception as exc:  # noqa: BLE001 - a damaged artefact must cost a compile, not the call
                         reason = f"numba cache unreadable ({type(exc).__name__}: {exc})"
                         self._drop([self._file._index_name])
@@ -278,6 +255,22 @@ class _NumbaCacheGuard:
             self.rejected += 1
         self._pending[sig] = (reason, time.perf_counter(), t2 - t0)
         return None
+
+    def _load(self, load: Any, sig: Any, target_context: Any) -> Any:
+        """numba's load (``load``), keeping what it read for the object cache when that lacks the signature."""
+        inner = self._inner
+        if self.objects is None or load != getattr(inner, "_load_overload", None) or not getattr(inner, "_enabled", 0):
+            return load(sig, target_context)
+        codegen = target_context.codegen()
+        data = inner._cache_file.load(inner._index_key(sig, codegen))
+        if data is None:
+            return None
+        cres = inner._impl.rebuild(target_context, data)
+        try:
+            numba_object.save_loaded(self.objects, data, codegen.magic_tuple())
+        except Exception as exc:  # noqa: BLE001 - the object cache is an optimisation: numba's cache stays
+            log.debug("numba %s(%s): not put in the object cache: %s", self.label, _fmt_sig(sig), exc)
+        return cres
 
     def save_overload(self, sig: Any, cres: Any) -> None:
         t0 = time.perf_counter()
@@ -297,6 +290,11 @@ class _NumbaCacheGuard:
                             log.warning("symgrad: numba kernel %s not saved to the disk cache: %s", self.label, exc)
                         self._drop([self._file._index_name])
                 self._write_sums()
+            if self.objects is not None:
+                try:
+                    numba_object.save_compiled(self.objects, sig, cres)
+                except Exception as exc:  # noqa: BLE001 - the object cache is an optimisation: numba's cache stays
+                    log.debug("numba %s(%s): not put in the object cache: %s", self.label, _fmt_sig(sig), exc)
         else:
             self._inner.save_overload(sig, cres)
         t1 = time.perf_counter()
@@ -309,14 +307,23 @@ class _NumbaCacheGuard:
                   1e3 * lookup, 1e3 * (t1 - t0))
 
 
-def instrument(dispatcher: Any, label: str | None = None) -> Any:
-    """Put the cache guard on a numba dispatcher (``load_kernel`` does it for every numba kernel)."""
+def instrument(dispatcher: Any, label: str | None = None, objects: Path | None = None, count: bool = True) -> Any:
+    """Put the cache guard on a numba dispatcher (``load_kernel`` does it for every numba kernel); with
+    ``objects`` (``numba_object.object_file`` of the kernel) it also fills the object cache. ``count``: the
+    dispatcher counts in ``jit_stats()`` (not when a ``LightKernel`` that counts it made it)."""
     cache = getattr(dispatcher, "_cache", None)
     if cache is not None and not isinstance(cache, _NumbaCacheGuard):
-        guard = _NumbaCacheGuard(cache, label or getattr(dispatcher, "__qualname__", repr(dispatcher)))
+        guard = _NumbaCacheGuard(cache, label or getattr(dispatcher, "__qualname__", repr(dispatcher)), objects)
         dispatcher._cache = guard
-        _KERNELS.append(weakref.ref(dispatcher))
+        if count:
+            _KERNELS.append(weakref.ref(dispatcher))
     return dispatcher
+
+
+def register(kernel: Any) -> Any:
+    """Count a ``LightKernel`` in ``jit_stats()``."""
+    _KERNELS.append(weakref.ref(kernel))
+    return kernel
 
 
 def jit_stats(fn: Any = None) -> dict:
@@ -336,6 +343,8 @@ def jit_stats(fn: Any = None) -> dict:
             for name in keys:
                 total[name] += d[name]
         return total
+    if isinstance(fn, numba_object.LightKernel):
+        return _light_stats(fn, keys)
     guard = getattr(fn, "_cache", None)
     if guard is None or not hasattr(fn, "stats"):
         return {"numba": False, **dict.fromkeys(keys, 0)}
@@ -346,4 +355,26 @@ def jit_stats(fn: Any = None) -> dict:
         out.update(loads=guard.loads, compiles=guard.compiles, rejected=guard.rejected, events=list(guard.events))
     else:
         out.update(loads=out["cache_hits"], compiles=out["cache_misses"], rejected=0, events=[])
+    return out
+
+
+def _light_stats(fn: numba_object.LightKernel, keys: tuple[str, ...]) -> dict:
+    """``jit_stats`` of a kernel running from the object cache (and numba's dispatcher once it has one)."""
+    light = fn.light_signatures
+    out = {"numba": True, **dict.fromkeys(keys, 0), "object_cache_loads": len(light), "events": list(fn._events)}
+    d = fn._dispatcher
+    sigs = set(light)
+    if d is not None:
+        inner = jit_stats(d)
+        for k in keys:
+            out[k] = inner[k]
+        out["events"] += inner["events"]
+        out["cache_path"] = inner.get("cache_path")
+        for s in d.signatures:
+            key = tuple(numba_object.numba_key(t) for t in s)
+            sigs.add(key if None not in key else s)
+    out["signatures"] = len(sigs)
+    out["cache_hits"] += len(light)
+    out["loads"] += len(light)
+    out["rejected"] += fn._rejected
     return out

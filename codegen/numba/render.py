@@ -60,7 +60,7 @@ import sympy as sp
 
 from ..functions import Ceil, Floor, NumpyIntFunction, Rint, Trunc
 from ..names import comment
-from . import vmath
+from . import vmath_text as vmath  # the text side of vmath: emitting needs no numba
 from .plan import RESERVED, Loop, Op, Planner
 from .printer import NumbaPrinter, is_float, np_dtype
 
