@@ -130,6 +130,8 @@ def run(cf: CompiledFunction, args: Sequence[Any], out: Any = None) -> Any:
     if any(isinstance(a, Tensor) and a.requires_grad for a in args):
         raise NotImplementedError("sg.Tensor arguments that require grad together with Dask arrays: pass arrays")
     data, rows = _data_arguments(args, da)
+    if isinstance(cf, DerivativeFunction) and cf.sparse:
+        return _sparse(cf, args, data)
     kinds = []
     for i, a in enumerate(args):
         if i in data:
@@ -145,6 +147,32 @@ def run(cf: CompiledFunction, args: Sequence[Any], out: Any = None) -> Any:
     params = [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
               for i, (a, k) in enumerate(zip(args, kinds)) if i not in data]
     return plan.call(params, [data[i] for i in sorted(data)], rows, out)
+
+
+def _sparse(cf: DerivativeFunction, args: Sequence[Any], data: dict[int, Any]) -> Any:
+    """``sg.hessian`` / ``sg.jacobian`` with ``sparse=True``: the dense result over the chunks, kept in the
+    structural pattern. Every row has the same structure (nothing row-wise depends on the row's position), so the
+    pattern is that of a trace with a few rows."""
+    import scipy.sparse as sps  # deferred: scipy
+
+    dense_fn = cf.__dict__.get("_dask_dense")
+    if dense_fn is None:
+        nums = cf.argnums[0] if cf._single else cf.argnums
+        dense_fn = cf.__dict__["_dask_dense"] = DerivativeFunction(cf.fn, cf.mode, nums, reverse=cf.reverse)
+    res = dense_fn(*args)
+    sizes = [int(np.size(args[i])) for i in cf.argnums]
+    if cf.mode == "hessian":
+        grid = [[res]] if cf._single else [list(r) for r in res]
+    else:
+        outs = list(res) if (cf._single and isinstance(res, tuple)) or (
+            not cf._single and isinstance(res[0], tuple)) else [res]
+        grid = [[o] if cf._single else list(o) for o in outs]
+    full = np.block([[np.asarray(b).reshape(-1, sizes[k]) for k, b in enumerate(row)] for row in grid])
+    few = min(sum(a.chunks[0][0] for a in data.values()) // len(data), 7)
+    small = [np.zeros((few,) + tuple(a.shape[1:]), dtype=a.dtype) if i in data else a for i, a in enumerate(args)]
+    p = cf.sparsity(*small).tocsr()
+    rows = np.repeat(np.arange(p.shape[0]), np.diff(p.indptr))
+    return sps.csr_matrix((full[rows, p.indices], p.indices.copy(), p.indptr.copy()), shape=p.shape)
 
 
 def _data_arguments(args: Sequence[Any], da: Any) -> tuple[dict[int, Any], tuple[int, ...]]:
@@ -206,9 +234,6 @@ def _trace(cf: CompiledFunction, kinds: Sequence[tuple]) -> _Traced:
     leaves = [leaf(k[2], dtypes.from_any(k[1]), cf._name(i), i in diff) for i, k in enumerate(kinds)]
     ctx = _LineTrace()
     if isinstance(cf, DerivativeFunction):
-        if cf.sparse:
-            raise NotImplementedError(f"sg.{mode}(sparse=True) over Dask arrays: use the dense form (the "
-                                      "structural pattern is that of the in-memory function)")
         with enable_grad(), ctx:
             try:
                 res = cf._trace_symbolic(leaves)

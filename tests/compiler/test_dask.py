@@ -4,16 +4,18 @@ on irregular chunks and one chunk; programs that need rows across chunks raise `
 and the line. Small arrays, the threaded scheduler; first calls run the numpy tier (one numba test)."""
 from __future__ import annotations
 
+import importlib.util
 import inspect
+from pathlib import Path
 
+import dask
+import dask.array as da
+import distributed
 import numpy as np
 import pytest
 
 import symgrad as sg
 import symgrad.nn.functional as F
-
-da = pytest.importorskip("dask.array")
-dask = pytest.importorskip("dask")
 
 N, D, K, H = 203, 4, 3, 5
 CHUNKS = {"irregular": (60, 60, 60, 23), "one": (N,), "tiny": (100, 1, 102)}
@@ -170,6 +172,11 @@ def test_hessian_jacobian_and_out():
     assert_close(h(W, X, y), h(W, DATA["X"], DATA["y"]))
     j = sg.jacobian(lambda w, X: sg.tanh(X @ w).sum() * w)
     assert_close(j(W, X), j(W, DATA["X"]))
+    hs = sg.hessian(lambda w, X: (sg.tanh(X @ w[:2] * w[2]) ** 2).sum() + (w[1:] * w[:-1]).sum(), sparse=True)
+    want, got = hs(W, DATA["X"][:, :2]), hs(W, da.from_array(DATA["X"][:, :2], chunks=(60, 2)))
+    assert got.nnz == want.nnz and (got != 0).sum() <= got.nnz
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_allclose(got.data, want.data, rtol=1e-10)
     vg = sg.value_and_grad(logistic)
     buf = np.empty(D)
     value, g = vg(W, X, y, out=buf)
@@ -235,10 +242,25 @@ def test_data_errors():
 
 
 def test_local_cluster():
-    distributed = pytest.importorskip("distributed")
     f = sg.value_and_grad(softmax_regression)
     want = f(WK, DATA["X"], DATA["Y"])
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cl, \
             distributed.Client(cl):
         got = f(WK, chunked("X", CHUNKS["irregular"]), chunked("Y", CHUNKS["irregular"]))
     assert_close(got, want)
+
+
+def test_out_of_core_example_small(monkeypatch):
+    """examples/dask_logistic.py's small form converges (the numpy tier: no numba compile in the suite)."""
+    monkeypatch.setattr(sg.kernels.program, "BACKEND", "numpy")
+    path = Path(__file__).resolve().parents[2] / "examples" / "dask_logistic.py"
+    spec = importlib.util.spec_from_file_location("dask_logistic_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(rows=20_000, chunk=3_000, features=4, verbose=False)
+    assert out["result"].success
+    assert out["grad_norm"] < 1e-4
+    assert np.abs(out["result"].x - out["truth"]).max() < 0.15
+    X, y, _ = mod.synthetic(20_000, 4, 3_000)
+    want = sg.value_and_grad(mod.objective)(out["result"].x, np.asarray(X), np.asarray(y))
+    assert_close(sg.value_and_grad(mod.objective)(out["result"].x, X, y), want)
