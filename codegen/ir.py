@@ -200,8 +200,8 @@ class Size(Statement):
 class Scan(Statement):
     """``target`` = a loop running the kernel ``body`` ``length`` times (``reverse``: from the last step).
 
-    ``body`` reads the groups ``c`` (the flat carry, ``carry_width`` elements), ``x`` (row ``k`` of ``xs``),
-    ``k`` (the 0-d int64 ``start + k``) and ``p`` (``consts``, in order), and returns the new carry and, when
+    ``body`` reads the groups ``carry`` (the flat carry, ``carry_width`` elements), ``row`` (row ``k`` of ``xs``),
+    ``step`` (the 0-d int64 ``start + k``) and ``const`` (``consts``, in order), and returns the new carry and, when
     ``y_width``, the step's flat output. ``target`` is flat: the final carry, then the outputs stacked by step
     (``length × y_width``, row ``k`` from step ``k`` in either direction)."""
 

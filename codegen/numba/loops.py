@@ -8,6 +8,7 @@ from the kernel cache when the module is imported) called once per step.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Callable
 
@@ -30,12 +31,12 @@ def _render_scan(em: Any, op: Any, out: list[str], ind: int) -> None:
     name = em.fresh(f"_{st.target}_loop")
     em.chunk_fns.append(loop_function(st, name, op.data["emit_body"]))
     srcs = [src_name(s) for s in op.data["srcs"]]
-    out.append(f"{'    ' * ind}{op.val.arr}[:] = {name}({', '.join(srcs)})")
+    out.append(f"{'    ' * ind}{op.val.arr} = {name}({', '.join(srcs)})")
 
 
 def _step_args(st: ir.Scan, c: str, x: str, k: str) -> list[str]:
-    by_group = {"c": c, "x": x, "k": k}
-    return [by_group[q.group] if q.group != "p" else f"p{q.index}" for q in st.body.params]
+    by_group = {"carry": c, "row": x, "step": k}
+    return [by_group[q.group] if q.group != "const" else f"p{q.index}" for q in st.body.params]
 
 
 def _scalar_ok(body: ir.Kernel) -> bool:
@@ -59,21 +60,23 @@ def loop_function(st: ir.Scan, name: str, emit_body: Callable[[ir.Kernel], str])
         return _scalar_loop(st, name, head, steps, dt, total)
     step = f"_{name}_step"
     src = emit_body(st.body)
+    # element loops only: numba's slice assignments (``out[3:] = ys.reshape(-1)``) cost seconds of compile
     lines = [f"{step} = _load_kernel({src!r}, {st.body.name!r}, prefix='numba')[0]", "", "",
              '@numba.njit(cache=True, error_model="numpy")', *head,
-             "    c = numpy.ascontiguousarray(init).copy()"]
-    if wy:
-        lines.append(f"    ys = numpy.empty(({st.length}, {wy}), {dt})")
-    lines.append(f"    for k in {steps}:")
+             f"    out = numpy.empty({total}, {dt})",
+             f"    c = numpy.empty({wc}, {dt})",
+             f"    for j in range({wc}):",
+             "        c[j] = init[j]",
+             f"    for k in {steps}:"]
     x = "xs[k]" if st.xs is not None else "None"
     lines.append(f"        r = {step}({', '.join(_step_args(st, 'c', x, f'numpy.int64({st.start} + k)'))})")
     lines.append("        c = r[0]")
     if wy:
-        lines.append("        ys[k] = r[1]")
-    lines.append(f"    out = numpy.empty({total}, {dt})")
-    lines.append(f"    out[:{wc}] = c")
-    if wy:
-        lines.append(f"    out[{wc}:] = ys.reshape(-1)")
+        lines.append("        y = r[1]")
+        lines.append(f"        for j in range({wy}):")
+        lines.append(f"            out[{wc} + k * {wy} + j] = y[j]")
+    lines.append(f"    for j in range({wc}):")
+    lines.append("        out[j] = c[j]")
     lines.append("    return out")
     return "from codegen.cache import load_kernel as _load_kernel\n" + "\n".join(lines) + "\n"
 
@@ -89,39 +92,36 @@ def _scalar_loop(st: ir.Scan, name: str, head: list[str], steps: str, dt: str, t
         return f"{stem}_{k}"
 
     wc, wy = st.carry_width, st.y_width
-    carry = [fresh("c") for _ in range(wc)]
+    carry = [fresh("carry") for _ in range(wc)]
     pre: list[str] = [f"    {c} = {dt}(init[{j}])" for j, c in enumerate(carry)]
     inputs: dict[str, list[str]] = {}
     for q in st.body.params:
         n = math.prod(q.shape)
-        if q.group == "c":
+        if q.group == "carry":
             inputs[q.name] = carry
-        elif q.group == "x":
+        elif q.group == "row":
             inputs[q.name] = [f"xs[k, {j}]" for j in range(n)]
-        elif q.group == "k":
+        elif q.group == "step":
             inputs[q.name] = [f"numpy.int64({st.start} + k)"]
         else:
-            flat = fresh(f"p{q.index}_flat")
-            pre.append(f"    {flat} = numpy.asarray(p{q.index}).reshape(-1)" if q.shape else
-                       f"    {flat} = numpy.asarray(p{q.index}).reshape(1)")
             names = [fresh(f"p{q.index}") for _ in range(n)]
-            pre += [f"    {v} = {flat}[{j}]" for j, v in enumerate(names)]
+            if q.shape:
+                pre += [f"    {v} = p{q.index}[{', '.join(map(str, ix))}]"
+                        for v, ix in zip(names, itertools.product(*map(range, q.shape)))]
+            else:
+                pre.append(f"    {names[0]} = numpy.asarray(p{q.index})[()]")
             inputs[q.name] = names
     lines, outs = scalar.scalar_lines(st.body, inputs, fresh)
     new_c = outs[0]
     loop = [f"    for k in {steps}:"] + [f"        {line}" for line in lines]
     if wy:
-        loop += [f"        ys[k, {j}] = {e}" for j, e in enumerate(outs[1])]
+        loop += [f"        out[{wc} + k * {wy} + {j}] = {e}" for j, e in enumerate(outs[1])]
     loop.append(f"        {', '.join(carry)}{',' if wc == 1 else ''} = {', '.join(f'{dt}({e})' for e in new_c)}"
                 f"{',' if wc == 1 else ''}")
-    body = ['@numba.njit(cache=True, error_model="numpy")', *head, *pre]
-    if wy:
-        body.append(f"    ys = numpy.empty(({st.length}, {wy}), {dt})")
+    body = ['@numba.njit(cache=True, error_model="numpy")', *head, *pre, f"    out = numpy.empty({total}, {dt})"]
     body += loop
-    body.append(f"    out = numpy.empty({total}, {dt})")
     body += [f"    out[{j}] = {c}" for j, c in enumerate(carry)]
-    if wy:
-        body.append(f"    out[{wc}:] = ys.reshape(-1)")
     body.append("    return out")
-    return "\n".join(body) + "\n"
+    prelude = scalar.PRELUDE if any(scalar.SELECT in line for line in lines) else ""
+    return prelude + "\n" + "\n".join(body) + "\n"
 

@@ -12,8 +12,9 @@ def emit_scan(st: ir.Scan, emit_kernel: Callable[[ir.Kernel], str]) -> list[str]
     step = emit_kernel(st.body)
     step = step[step.index("def "):]          # the nested function, without the module header
     lines = ["    " + line if line else "" for line in step.rstrip("\n").split("\n")]
-    groups = {"c": f"({t}_c,)", "x": f"({st.xs}[{t}_k],)" if st.xs is not None else "()", "k": f"(numpy.int64({st.start} + {t}_k),)",
-              "p": "(" + "".join(f"{p}, " for p in st.consts) + ")"}
+    groups = {"carry": f"({t}_c,)", "row": f"({st.xs}[{t}_k],)" if st.xs is not None else "()",
+              "step": f"(numpy.int64({st.start} + {t}_k),)",
+              "const": "(" + "".join(f"{p}, " for p in st.consts) + ")"}
     call = f"{st.body.name}({', '.join(groups[g] for g in st.body.groups)})"
     steps = f"range({st.length} - 1, -1, -1)" if st.reverse else f"range({st.length})"
     lines.append(f"    {t}_c = numpy.asarray({st.init}, dtype=numpy.{st.dtype})")

@@ -12,15 +12,18 @@ from ..derive.simplify import simplify_graph
 from ..ops.loop import Body, scan
 from .lower import lower
 
+#: the step kernel's argument lists (named so that no kernel temporary shares a param's name)
+STEP_GROUPS = ("carry", "row", "step", "const")
+
 
 def step_params(body: Body) -> list[tuple[Node, str, int]]:
     """The step kernel's parameters: the carry, the step's input row, the step index, the consts."""
-    params = [(body.carry, "c", 0)]
+    params = [(body.carry, "carry", 0)]
     if body.x is not None:
-        params.append((body.x, "x", 0))
+        params.append((body.x, "row", 0))
     if body.index is not None:
-        params.append((body.index, "k", 0))
-    return params + [(p, "p", i) for i, p in enumerate(body.consts)]
+        params.append((body.index, "step", 0))
+    return params + [(p, "const", i) for i, p in enumerate(body.consts)]
 
 
 def step_kernel(body: Body, name: str) -> ir.Kernel:
@@ -28,7 +31,7 @@ def step_kernel(body: Body, name: str) -> ir.Kernel:
     key = ("kernel", name)
     if key not in body.memo:
         outs = share_histories(simplify_graph(body.outputs()))
-        kernel, _ = lower(name, step_params(body), outs, doc=f"one {body.label}", groups=("c", "x", "k", "p"))
+        kernel, _ = lower(name, step_params(body), outs, doc=f"one {body.label}", groups=STEP_GROUPS)
         body.memo[key] = kernel
     return body.memo[key]
 

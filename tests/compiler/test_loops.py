@@ -1,0 +1,247 @@
+"""Loops (``sg.fori_loop``, ``sg.scan``, ``sg.while_loop``) against torch running the same loop unrolled, eagerly."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import symgrad as sg
+
+H = 0.01
+
+
+def rhs(lib, s, p):
+    x, y, z = s[0], s[1], s[2]
+    return lib.stack([p[0] * (y - x), x * (p[1] - z) - y, x * y - p[2] * z])
+
+
+def rk4(lib, s, p):
+    k1 = rhs(lib, s, p)
+    k2 = rhs(lib, s + H / 2 * k1, p)
+    k3 = rhs(lib, s + H / 2 * k2, p)
+    k4 = rhs(lib, s + H * k3, p)
+    return s + H / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
+# each program: (symgrad loss over sg.* loops, torch loss over a Python loop, argument arrays)
+def lorenz_sg(p, s0):
+    return (sg.fori_loop(0, 30, lambda i, s: rk4(sg, s, p), s0) ** 2).sum()
+
+
+def lorenz_torch(p, s0):
+    s = s0
+    for _ in range(30):
+        s = rk4(torch, s, p)
+    return (s ** 2).sum()
+
+
+def index_sg(a, x0):
+    # the step index enters the arithmetic; a tuple carry of 0-d and 1-d tensors
+    def body(i, c):
+        x, acc = c
+        x = sg.sin(x * a + i.double() * 0.1)
+        return x, acc + (x * x).sum() * (i + 1)
+    x, acc = sg.fori_loop(2, 12, body, (x0, sg.zeros((), dtype=sg.float64)))
+    return acc + x.sum()
+
+
+def index_torch(a, x0):
+    x, acc = x0, torch.zeros((), dtype=torch.float64)
+    for i in range(2, 12):
+        k = torch.tensor(i)           # the step index is an int64 tensor
+        x = torch.sin(x * a + k.double() * 0.1)
+        acc = acc + (x * x).sum() * (k + 1)
+    return acc + x.sum()
+
+
+def rnn_sg(w, u, b, xs):
+    def step(h, x):
+        h = sg.tanh(w @ h + u @ x + b)
+        return h, (h ** 2).sum()
+    h, ys = sg.scan(step, sg.zeros(b.shape[0], dtype=sg.float64), xs)
+    return (h ** 2).sum() + (ys * sg.arange(xs.shape[0], dtype=sg.float64)).sum()
+
+
+def rnn_torch(w, u, b, xs):
+    h, ys = torch.zeros(b.shape[0], dtype=torch.float64), []
+    for x in xs:
+        h = torch.tanh(w @ h + u @ x + b)
+        ys.append((h ** 2).sum())
+    return (h ** 2).sum() + (torch.stack(ys) * torch.arange(xs.shape[0], dtype=torch.float64)).sum()
+
+
+def reverse_sg(a, xs):
+    def step(c, x):
+        c = c * sg.cos(x) + a * x
+        return c, c.sum()
+    c, ys = sg.scan(step, a, xs, reverse=True)
+    return c.sum() + (ys * ys).sum()
+
+
+def reverse_torch(a, xs):
+    c, ys = a, [None] * xs.shape[0]
+    for k in range(xs.shape[0] - 1, -1, -1):
+        c = c * torch.cos(xs[k]) + a * xs[k]
+        ys[k] = c.sum()
+    return c.sum() + (torch.stack(ys) ** 2).sum()
+
+
+def nested_sg(a, x0):
+    def outer(i, x):
+        return sg.fori_loop(0, 3, lambda j, y: y * sg.tanh(a * y + j), x) + 0.5 * x
+    return sg.fori_loop(0, 4, outer, x0).sum()
+
+
+def nested_torch(a, x0):
+    x = x0
+    for _ in range(4):
+        y = x
+        for j in range(3):
+            y = y * torch.tanh(a * y + j)
+        x = y + 0.5 * x
+    return x.sum()
+
+
+def where_sg(a, x0):
+    def body(i, x):
+        return sg.where(x > 0.3, sg.sqrt(sg.abs(x)) * a, x * x - a)
+    return sg.fori_loop(0, 8, body, x0).sum()
+
+
+def where_torch(a, x0):
+    x = x0
+    for _ in range(8):
+        x = torch.where(x > 0.3, torch.sqrt(torch.abs(x)) * a, x * x - a)
+    return x.sum()
+
+
+def dict_sg(p, x0):
+    def body(i, c):
+        return {"x": c["x"] + H * c["v"], "v": c["v"] - H * p * sg.sin(c["x"])}
+    out = sg.fori_loop(0, 20, body, {"x": x0, "v": sg.zeros_like(x0)})
+    return (out["x"] * out["v"]).sum()
+
+
+def dict_torch(p, x0):
+    x, v = x0, torch.zeros_like(x0)
+    for _ in range(20):
+        x, v = x + H * v, v - H * p * torch.sin(x)
+    return (x * v).sum()
+
+
+_rng = np.random.default_rng(7)
+PROGRAMS = {
+    "lorenz": (lorenz_sg, lorenz_torch, [np.array([10.0, 28.0, 8 / 3]), np.array([1.0, 1.0, 1.0])]),
+    "index": (index_sg, index_torch, [_rng.uniform(0.5, 1.5, 3), _rng.uniform(-1, 1, 3)]),
+    "rnn": (rnn_sg, rnn_torch, [_rng.normal(size=(4, 4)) * 0.5, _rng.normal(size=(4, 2)), _rng.normal(size=4),
+                                _rng.normal(size=(6, 2))]),
+    "wide_rnn": (rnn_sg, rnn_torch, [_rng.normal(size=(10, 10)) * 0.3, _rng.normal(size=(10, 2)),
+                                     _rng.normal(size=10), _rng.normal(size=(5, 2))]),
+    "reverse": (reverse_sg, reverse_torch, [_rng.uniform(-1, 1, 3), _rng.uniform(-1, 1, (5, 3))]),
+    "nested": (nested_sg, nested_torch, [np.array(0.7), _rng.uniform(0.1, 1, 2)]),
+    "where": (where_sg, where_torch, [np.array(0.9), np.array([0.1, 0.5, 1.2, -0.4])]),
+    "dict": (dict_sg, dict_torch, [np.array(2.0), _rng.uniform(-1, 1, 3)]),
+}
+
+
+def _torch_grads(tfn, arrays, argnums):
+    ts = [torch.tensor(a, requires_grad=i in argnums) for i, a in enumerate(arrays)]
+    out = tfn(*ts)
+    grads = torch.autograd.grad(out, [ts[i] for i in argnums])
+    return out.item(), [g.numpy() for g in grads]
+
+
+def _close(a, b):
+    np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=1e-10,
+                               atol=1e-12)
+
+
+def _check_value_and_grad(name, calls):
+    sfn, tfn, arrays = PROGRAMS[name]
+    argnums = tuple(range(len(arrays) - (name not in ("rnn", "wide_rnn"))))
+    value, grads = _torch_grads(tfn, arrays, argnums)
+    f = sg.value_and_grad(sfn, argnums=argnums)
+    for _ in range(calls):
+        v, g = f(*arrays)
+        _close(v, value)
+        for a, b in zip(g, grads):
+            _close(a, b)
+    return f
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_value_and_grad_equal_torch_unrolled(name):
+    _check_value_and_grad(name, 1)              # the numpy tier: the step a nested function, a Python loop
+
+
+@pytest.mark.parametrize("name", ["lorenz", "where", "nested", "wide_rnn"])
+def test_numba_loop_kernels_equal_torch(name):
+    # scalar steps (lorenz, where's selects, a loop in a loop) and an array step (a 10-unit RNN: W has 100 elements)
+    f = _check_value_and_grad(name, 2)
+    assert next(iter(f._entries.values())).prog.jit is not None
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_eager_backward_records_one_loop(name):
+    sfn, tfn, arrays = PROGRAMS[name]
+    value, grads = _torch_grads(tfn, arrays, (0,))
+    x = sg.tensor(arrays[0], requires_grad=True)
+    out = sfn(x, *[sg.tensor(a) for a in arrays[1:]])
+    out.backward()
+    _close(out.item(), value)
+    _close(x.grad.numpy(), grads[0])
+
+
+@pytest.mark.parametrize("name", ["lorenz", "index", "nested", "where"])
+def test_hessian_equals_torch(name):
+    sfn, tfn, arrays = PROGRAMS[name]
+    want = torch.autograd.functional.hessian(lambda a: tfn(a, torch.tensor(arrays[1])), torch.tensor(arrays[0]))
+    got = sg.hessian(sfn)(*arrays)
+    _close(got, want.numpy())
+
+
+@pytest.mark.parametrize("name", ["lorenz", "rnn", "reverse", "dict"])
+def test_jvp_equals_torch(name):
+    sfn, tfn, arrays = PROGRAMS[name]
+    tangent = np.linspace(0.3, -0.7, arrays[0].size).reshape(arrays[0].shape)
+    rest = [torch.tensor(a) for a in arrays[1:]]
+    _, want = torch.func.jvp(lambda a: tfn(a, *rest), (torch.tensor(arrays[0]),), (torch.tensor(tangent),))
+    value, got = sg.jvp(lambda a: sfn(a, *[sg.tensor(r) for r in arrays[1:]]), (arrays[0],), (tangent,))
+    _close(got, want.numpy())
+
+
+def test_kernels_are_real_loops():
+    f = sg.value_and_grad(lorenz_sg)
+    src = f.source(*PROGRAMS["lorenz"][2], backend="numpy")
+    assert src.count("for t") >= 2          # the forward loop and the adjoint loop, not 30 unrolled steps
+    assert len(src) < 20000
+
+
+def test_float32_carry_stays_float32():
+    x0 = np.array([0.5, -0.25], dtype=np.float32)
+    out = sg.fori_loop(0, 5, lambda i, x: x * np.float32(0.5) + 1, sg.tensor(x0))
+    assert out.dtype is sg.float32
+    want = x0
+    for _ in range(5):
+        want = want * np.float32(0.5) + np.float32(1)
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_scan_without_xs_and_length():
+    c, ys = sg.scan(lambda c, _: (c * 2, c), sg.tensor(1.0, dtype=sg.float64), length=4)
+    assert c.item() == 16
+    np.testing.assert_array_equal(ys.numpy(), [1, 2, 4, 8])
+
+
+def test_carry_mismatch_is_a_clear_error():
+    with pytest.raises(TypeError, match="same pytree structure"):
+        sg.fori_loop(0, 3, lambda i, c: (c, c), sg.zeros(2))
+    with pytest.raises(TypeError, match="equal types"):
+        sg.fori_loop(0, 3, lambda i, c: sg.stack([c, c]), sg.zeros(2))
+    with pytest.raises(ValueError, match="no values to scan over"):
+        sg.scan(lambda c, x: (c, x), sg.zeros(2))
+
+
+def test_while_loop_eager_and_traced_error():
+    out = sg.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2), (0, sg.tensor(1.0)))
+    assert out[0] == 10 and out[1].item() == 1024
