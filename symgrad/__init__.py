@@ -273,6 +273,8 @@ from .compiler.function import CompiledFunction, compile
 from .compiler.transforms import grad, hessian, jacobian, jvp, value_and_grad, vjp
 from .compiler.custom import custom_op, custom_rule
 from .compiler.dask import DaskSplitError, dask_options
+from .kernels.background import get_compile_mode, set_compile_mode
+from .kernels.stats import JitStats, jit_stats
 from .compiler.loops import fori_loop, scan, while_loop
 
 from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random  # noqa: E402  (the namespaces)
@@ -296,6 +298,7 @@ __all__ = [
     "Generator",
     "HalfTensor",
     "IntTensor",
+    "JitStats",
     "LongTensor",
     "ShortTensor",
     "Size",
@@ -403,6 +406,7 @@ __all__ = [
     "func",
     "gather",
     "ge",
+    "get_compile_mode",
     "get_default_device",
     "get_default_dtype",
     "get_printoptions",
@@ -433,6 +437,7 @@ __all__ = [
     "isinf",
     "isnan",
     "jacobian",
+    "jit_stats",
     "jvp",
     "le",
     "lerp",
@@ -519,6 +524,7 @@ __all__ = [
     "select",
     "set_default_device",
     "set_anomaly_enabled",
+    "set_compile_mode",
     "set_default_dtype",
     "set_grad_enabled",
     "set_printoptions",

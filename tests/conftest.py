@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-import numpy as np
-import pytest
-import torch
+os.environ["SYMGRAD_COMPILE"] = "sync"    # before symgrad is imported, and for the scripts tests run
 
-import symgrad as sg
-from symgrad.core import dtypes
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import symgrad as sg  # noqa: E402
+from symgrad.core import dtypes  # noqa: E402
+
+# Tests that check the numba kernel expect it on the call that makes a program hot: compile synchronously for the
+# whole session (tests/kernels/test_program.py switches to the background mode where it tests that).
+sg.set_compile_mode("sync")
 
 #: (rtol, atol) per dtype: float64 to 1e-10, float32 to 1e-5 (atol covers values that cancel to ~0).
 TOLERANCES: dict[str, tuple[float, float]] = {

@@ -12,8 +12,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from codegen import load_kernel
-
 from ..core import dtypes
 from ..core.graph import Node, substitute
 from ..derive.reverse import backward_graph
@@ -24,6 +22,7 @@ from ..eager.grad_mode import enable_grad, is_grad_enabled
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..kernels import program as _program
+from ..kernels import stats as _stats
 from ..kernels.program import Program
 from ..ops import A, apply
 from ..ops import source as _src
@@ -43,7 +42,6 @@ class _Entry:
     leaves: list[Node]
     out: Node
     grads: list[Node | None] = field(default_factory=list)
-    jit_out: Any = None      # the numba kernel writing gradients into the caller's arrays (``out=``); False: none
     tree: Any = None         # how the extra outputs (fn mode's tuple, grad modes' aux) nest; None: there are none
 
     @property
@@ -76,6 +74,11 @@ class _Entry:
     @property
     def jit_source(self) -> str:
         return self.prog.jit_source
+
+    @property
+    def jit_out(self) -> Callable | None:
+        """The numba kernel writing the gradients into the caller's arrays (``out=``), once compiled."""
+        return self.prog.compiled(range(1, len(self.out_specs)))
 
 
 
@@ -245,7 +248,6 @@ class CompiledFunction:
         return res
 
     def _build(self, kinds: Sequence[tuple]) -> _Entry:
-
         t0 = time.perf_counter()
         diff = set(self.argnums) if self.mode != "fn" else set()
         leaves = [leaf(k[2], dtypes.from_any(k[1]), self._name(i), i in diff) for i, k in enumerate(kinds)]
@@ -265,21 +267,47 @@ class CompiledFunction:
                 extra, tree = _flatten(aux, "aux")
         outs = [out_node]
         grads: list = []
+        t1 = time.perf_counter()
         if self.mode != "fn":
             grads = self._derive(out_node, [leaves[i]._node for i in self.argnums])
             outs = outs + grads
         outs = outs + extra
-        t1 = time.perf_counter()
+        t2 = time.perf_counter()
+        _stats.count("traces")
+        _stats.add_time("trace", t1 - t0)
+        _stats.add_time("derive", t2 - t1)
+        what = f"{self.mode} of {getattr(self.fn, '__name__', 'f')}"
         prog = Program(self.mode, [(lv._node, "v", i) for i, lv in enumerate(leaves)], outs,
-                       doc=f"{self.mode} of {getattr(self.fn, '__name__', 'f')}", prefix="compiled")
+                       doc=what, prefix="compiled", what=what, signature=self._signature_text(kinds),
+                       reason=self._reason(kinds), times={"trace": t1 - t0, "derive": t2 - t1})
         STATS["kernels"] += 1
         log.debug("compiled %s for %s: trace+derive %.1f ms, lower+emit+load %.1f ms (%s)", self.mode, kinds,
-                  1e3 * (t1 - t0), 1e3 * prog.build_s, prog.path)
+                  1e3 * (t2 - t0), 1e3 * prog.build_s, prog.path)
         return _Entry(prog, [lv._node for lv in leaves], out_node, grads, tree=tree)
 
-    def _jit(self, e: _Entry) -> Callable | None:
-        """The numba kernel of an entry (compiled once it is hot); None if numba can't take it."""
-        return e.prog.numba()
+    def _signature_text(self, kinds: Sequence[tuple]) -> str:
+        """``(x: float64[1000], y: float)``: the argument signature as the compile log shows it."""
+        parts = []
+        for i, k in enumerate(kinds):
+            shape = ",".join(map(str, k[2]))
+            parts.append(f"{self._name(i)}: " + ("float" if k[0] == "py" else f"{k[1]}[{shape}]"))
+        return "(" + ", ".join(parts) + ")"
+
+    def _reason(self, kinds: Sequence[tuple]) -> str:
+        """Why this signature is traced: the first call, or how it differs from the nearest one traced already."""
+        if not self._entries:
+            return "first call"
+        names = ("argument types", "dtype", "shape")    # per argument: (py / np / sg, dtype, shape)
+        best: list[str] | None = None
+        for key in self._entries:
+            if len(key) != len(kinds):
+                continue
+            diff = [n for j, n in enumerate(names) if any(a[j] != b[j] for a, b in zip(key, kinds))]
+            if best is None or len(diff) < len(best):
+                best = diff
+        if best is None:
+            return "new number of arguments"
+        return "new " + " and ".join(best[::-1]) if best else "new signature"
 
     def _entry(self, args: Sequence[Any]) -> tuple[_Entry, list[tuple]]:
         kinds = [_kind(a) for a in args]
@@ -315,12 +343,13 @@ class CompiledFunction:
         e, kinds = self._entry(args)
         arrays = [np.asarray(a._data if isinstance(a, Tensor) else a, dtype=dtypes.from_any(k[1]).np)
                   for a, k in zip(args, kinds)] + e.consts
-        jit = self._jit(e) if e.prog.hot() else None
         all_py = all(k[0] == "py" for k in kinds)
+        jit = None
+        if e.prog.hot():          # the numba kernel, once compiled (background mode: the numpy one until then)
+            kargs = [float(a) for a in arrays[:len(args)]] + arrays[len(args):] if all_py else arrays
+            call_args = [kargs[q.index] for q in e.kernel.params]       # constants stay arrays
+            jit = e.prog.kernel_for(call_args)
         if jit is not None:       # numba's kernels raise no floating-point warnings: no errstate needed
-            if all_py:
-                arrays = [float(a) for a in arrays[:len(args)]] + arrays[len(args):]   # constants stay arrays
-            call_args = [arrays[q.index] for q in e.kernel.params]
             raw = jit(*call_args)
             if not tensors:
                 if self._fast is None and all_py and all(type(a) is float for a in args):
@@ -388,10 +417,13 @@ class CompiledFunction:
             if any(np.may_share_memory(buf, a) for a in arrays) or any(
                     np.may_share_memory(buf, b) for b in bufs[:k]):
                 raise ValueError(f"{what} overlaps an argument or another output array")
-        jit = self._jit_out(e) if e.prog.hot() else None
+        jit = None
+        if e.prog.hot():          # the kernel variant writing the gradients into ``bufs``, once compiled
+            call_args = [arrays[q.index] for q in e.kernel.params] + list(bufs)
+            jit = e.prog.kernel_for(call_args, out_params=range(1, len(e.out_specs)))
         with np.errstate(all="ignore"):
             if jit is not None:
-                raw = jit(*[arrays[q.index] for q in e.kernel.params], *bufs)
+                raw = jit(*call_args)
             else:
                 raw = e.fn(arrays)
         for buf, r in zip(bufs, raw[1:]):
@@ -408,16 +440,6 @@ class CompiledFunction:
         else:
             value = np.asarray(raw[0], dtype=dt.np)[()]
         return value, g
-
-    def _jit_out(self, e: _Entry) -> Callable | None:
-        """The entry's numba kernel with the gradients' arrays as extra arguments (made once)."""
-        if e.jit_out is None:
-            e.jit_out = False
-            if self._jit(e) is not None:
-                from codegen.numba import emit_numba  # deferred: imports numba
-                src = emit_numba(e.kernel, out_params=range(1, len(e.out_specs)))
-                e.jit_out, _ = load_kernel(src, e.kernel.name, prefix="numba")
-        return e.jit_out or None
 
     def _packed(self, outs: list[str]) -> str:
         """The return expression of a generated fast path over the kernel results ``outs`` (source text)."""
@@ -555,9 +577,12 @@ class CompiledFunction:
         traces = self.__dict__.setdefault("_traces", {})
         if kinds not in traces:
             lvs = [leaf(k[2], dtypes.from_any(k[1]), self._name(i), True) for i, k in enumerate(kinds)]
+            t0 = time.perf_counter()
             with enable_grad():
                 out = trace(self.fn, lvs)
             STATS["traces"] += 1
+            _stats.count("traces")
+            _stats.add_time("trace", time.perf_counter() - t0)
             if isinstance(out, (tuple, list)):
                 raise NotImplementedError("a compiled function returning several results, called with tensors "
                                           "that require grad: call it with arrays (or detached tensors)")

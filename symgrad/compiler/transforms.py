@@ -11,6 +11,7 @@ sweeps at any n.
 from __future__ import annotations
 
 import math
+import time
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -26,6 +27,7 @@ from ..derive.sparsity import color_rows, dependency
 from ..eager.basic import stack
 from ..eager.formula import CompiledFormulas
 from ..eager.tensor import Tensor
+from ..kernels import stats as _stats
 from ..kernels.program import Program
 from ..ops import A, apply
 from ..ops import source as _src
@@ -44,10 +46,24 @@ def _size(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-def _program(params: Sequence[Node], outs: Sequence[Node], name: str) -> Program:
+def _program(params: Sequence[Node], outs: Sequence[Node], name: str, reason: str = "",
+             derive_s: float | None = None) -> Program:
     """The kernel pipeline over ``params`` (then the constants the outputs read) computing ``outs``."""
+    if derive_s is not None:
+        _stats.add_time("derive", derive_s)
+    sig = "(" + ", ".join(f"{p.dtype.name}[{','.join(map(str, p.shape))}]" for p in params) + ")"
     return Program(identifier(name, "k_"), [(p, "v", i) for i, p in enumerate(params)], outs, doc=comment(name),
-                   prefix="compiled")
+                   prefix="compiled", what=name, signature=sig, reason=reason,
+                   times=None if derive_s is None else {"derive": derive_s})
+
+
+def _traced(f: Callable, kinds: Sequence[tuple], names: Sequence[str], diff: set[int]) -> Signature:
+    """``trace_signature`` counted and timed for ``sg.jit_stats()``."""
+    t0 = time.perf_counter()
+    sig = trace_signature(f, kinds, names, diff)
+    _stats.count("traces")
+    _stats.add_time("trace", time.perf_counter() - t0)
+    return sig
 
 
 def _run(prog: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -102,11 +118,14 @@ class JacobianSweeps:
         if batch not in self._programs:
             seeds: list[Node] = []
             results: list[Node] = []
+            t0 = time.perf_counter()
             for _ in range(batch):
                 s, r = self._sweep()
                 seeds += s
                 results += r
-            self._programs[batch] = _program(self.params + seeds, results, f"{self.name}_{batch}")
+            self._programs[batch] = _program(self.params + seeds, results, f"{self.name}_{batch}",
+                                             f"{'reverse' if self.reverse else 'forward'} sweeps, batch {batch}",
+                                             time.perf_counter() - t0)
         return self._programs[batch]
 
     def batch_for(self, k: int) -> int:
@@ -220,7 +239,7 @@ class DerivativeFunction(CompiledFunction):
         sig = self._sigs.get(key)
         if sig is None:
             names = [self._name(i) for i in range(len(args))]
-            sig = self._sigs[key] = trace_signature(self.fn, kinds, names, set(self.argnums))
+            sig = self._sigs[key] = _traced(self.fn, kinds, names, set(self.argnums))
         return sig, kinds
 
     def _sweeps(self, sig: Signature) -> JacobianSweeps:
@@ -425,7 +444,8 @@ def _jvp_program(f: Callable, kinds: list[tuple], what: str) -> tuple[Program, S
     if key in per_fn:
         return per_fn[key]
     names = [f"x{i}" for i in range(len(kinds))]
-    sig = trace_signature(f, kinds, names, set(range(len(kinds))))
+    sig = _traced(f, kinds, names, set(range(len(kinds))))
+    t0 = time.perf_counter()
     if what == "jvp":
         seeds = [_seed_leaf(w) for w in sig.leaves]
         res = jvp_graph(sig.outs, sig.leaves, seeds)
@@ -434,7 +454,8 @@ def _jvp_program(f: Callable, kinds: list[tuple], what: str) -> tuple[Program, S
         seeds = [_seed_leaf(o) for o in sig.outs]
         res, _ = backward_graph(sig.outs, seeds, sig.leaves)
         res = [r if r is not None else _zeros(w) for r, w in zip(res, sig.leaves)]
-    prog = _program(sig.leaves + seeds, sig.outs + res, f"{what}_{getattr(f, '__name__', 'f')}")
+    prog = _program(sig.leaves + seeds, sig.outs + res, f"{what}_{getattr(f, '__name__', 'f')}", "first call",
+                    time.perf_counter() - t0)
     per_fn[key] = (prog, sig, seeds)
     return prog, sig, seeds
 

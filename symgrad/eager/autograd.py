@@ -24,6 +24,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.graph import Node, toposort
 from ..derive.reverse import backward_graph
+from ..kernels import stats as _stats
 from ..kernels.program import EAGER_JIT_AFTER, Program
 from ..ops import source as _src
 from .anomaly_check import check_backward
@@ -288,10 +289,13 @@ def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[No
     pairs: list[tuple[int, int]] = []
     grads, saving = backward_graph(roots, seeds, wrt, reads=pairs, cut=cut)
     t1 = time.perf_counter()
+    _stats.add_time("derive", t1 - t0)
     outs = [g if g is not None else seeds[0] for g in grads]
     params = [(n, "v", i) for i, n in enumerate(order)] + [(s, "s", i) for i, s in enumerate(seeds)]
     prog = Program("backward", params, outs, doc="gradient of the recorded graph", prefix="eager", groups=("v", "s"),
-                   const_group=None, hot_after=EAGER_JIT_AFTER)
+                   const_group=None, hot_after=EAGER_JIT_AFTER, what="backward",
+                   signature=f"({len(order)} nodes{', split' if cut else ''})", reason="new graph structure",
+                   times={"derive": t1 - t0})
     STATS["derived"] += 1
     pos = {n.id: i for i, n in enumerate(order)}
     log.debug("derived a backward program for %d nodes: differentiate %.1f ms, lower+emit %.1f ms (%s)",

@@ -3,12 +3,21 @@ the fused numba kernel of the same IR once the program is hot.
 
 Eager ``backward()`` (one program per graph structure), ``@sg.compile`` (one per signature) and the derivative
 transforms (one per sweep batch) all build a ``Program``; they differ only in how they call it.
+
+Tiers: a hot program asks ``kernel_for(args)`` for its numba kernel. In the default background mode
+(``kernels.background``) the first hot call queues the compile and runs the numpy kernel, as do later calls
+until the numba kernel is ready; then ``kernel_for`` returns it (one attribute read: the switch is atomic).
+``SYMGRAD_COMPILE=sync`` compiles on the hot call itself. A failed background compile leaves the numpy kernel
+with one warning; IR the numba emitter refuses keeps the numpy kernel quietly (the reason in the debug log).
 """
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+import warnings
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -18,6 +27,8 @@ from codegen import emit_numpy, load_kernel
 from ..core.graph import Node, toposort
 from ..derive.simplify import simplify_graph
 from ..ops import source as _src
+from . import background
+from . import stats as _stats
 from .loops import share_histories
 from .lower import lower
 
@@ -43,19 +54,41 @@ def get_backend() -> str:
     return BACKEND
 
 
+class _Tier:
+    """One numba kernel of a program: the plain one (``out_params`` empty), or the variant writing those outputs
+    into extra arguments (``out=``). ``live`` is the dispatcher once it is compiled and may be called."""
+
+    __slots__ = ("out_params", "jit", "path", "source", "error", "live", "state", "failure", "switched")
+
+    def __init__(self, out_params: tuple[int, ...]) -> None:
+        self.out_params = out_params
+        self.jit: Any = None             # the dispatcher once emitted (maybe not compiled yet)
+        self.path: Path | None = None
+        self.source = ""
+        self.error: str | None = None    # why the numba emitter refused the IR
+        self.live: Any = None            # the dispatcher, compiled: calls may use it
+        self.state: str | None = None    # None, "pending", "refused", "failed", "ready"
+        self.failure: str | None = None  # a failed compile's error, until it is warned about
+        self.switched = False            # the tier switch has been counted and logged
+
+
 class Program:
     """Generated code computing ``outs`` from the parameter nodes ``params``.
 
     ``params`` are ``(node, group, index)`` triples: the kernel reads ``arrays[group][index]``. With
     ``const_group``, the constant nodes the outputs read become further parameters of that group (their values
     in ``consts``), so the kernel text carries no data. ``fn`` is the numpy kernel (it takes one list per group);
-    ``numba()`` the numba kernel of the same IR (compiled once, ``None`` if numba refuses the IR: the numpy kernel
-    then stays in use, and ``numba_error`` says why).
+    ``kernel_for(args)`` the numba kernel of the same IR once compiled (``None`` before, or if numba refuses the
+    IR: the numpy kernel then stays in use, and ``numba_error`` says why).
+
+    ``what`` / ``signature`` / ``reason`` / ``times`` (seconds the caller spent tracing and deriving) only feed the
+    compile log (``SYMGRAD_LOG=compiles``) and ``sg.jit_stats()``.
     """
 
     def __init__(self, name: str, params: Sequence[tuple[Node, str, int]], outs: Sequence[Node], *, doc: str,
                  prefix: str, groups: tuple[str, ...] = ("v",), const_group: str | None = "v",
-                 simplify: bool = True, hot_after: int | None = None) -> None:
+                 simplify: bool = True, hot_after: int | None = None, what: str | None = None,
+                 signature: str = "", reason: str = "", times: dict[str, float] | None = None) -> None:
         t0 = time.perf_counter()
         outs = simplify_graph(list(outs)) if simplify else list(outs)
         outs = share_histories(outs)
@@ -69,15 +102,30 @@ class Program:
             self.consts = [np.asarray(c.value) for c in consts]
         self.outs = outs
         self.kernel, self.reads = lower(name, params, outs, doc=doc, groups=groups)
+        t1 = time.perf_counter()
         self.source = emit_numpy(self.kernel)
         self.fn, self.path = load_kernel(self.source, self.kernel.name, prefix=prefix)
+        t2 = time.perf_counter()
         self.specs = [(o.dtype, o.shape) for o in outs]
         self.hot_after = HOT_CALLS if hot_after is None else hot_after
         self.calls = 0
         self.jit: Callable | None = None
         self.jit_source = ""
         self.numba_error: str | None = None
-        self.build_s = time.perf_counter() - t0
+        self.what = what or self.kernel.name
+        self.signature = signature
+        self._tiers: dict[tuple[int, ...], _Tier] = {}
+        self._lock = threading.Lock()
+        self.build_s = t2 - t0
+        self.times = {**(times or {}), "lower": t1 - t0, "emit": t2 - t1}
+        _stats.count("programs")
+        _stats.add_time("lower", t1 - t0)
+        _stats.add_time("emit", t2 - t1)
+        _stats.log_line(f"compile {self.label} [{reason or 'new program'}]: {_stats.fmt_times(self.times)}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.what} {self.signature}".strip()
 
     # ------------------------------------------------------------------ tiers
     def hot(self) -> bool:
@@ -85,31 +133,173 @@ class Program:
         self.calls += 1
         return self.calls >= self.hot_after and BACKEND == "numba"
 
-    def numba(self) -> Callable | None:
-        """The numba kernel, compiled on first use; None where the numba emitter refuses this IR."""
-        if self.jit is None and self.numba_error is None:
-            from codegen.numba import emit_numba  # deferred: imports numba
-            t0 = time.perf_counter()
-            try:
-                src = emit_numba(self.kernel)
-                self.jit, path = load_kernel(src, self.kernel.name, prefix="numba")
-                self.jit_source = src
-                log.debug("numba kernel %s after %d calls: %s (%.1f ms)", self.kernel.name, self.calls, path,
-                          1e3 * (time.perf_counter() - t0))
-            except Exception as exc:  # noqa: BLE001 - the numpy kernel stays in use, loudly in the log
-                self.numba_error = str(exc)
+    def _tier(self, out_params: tuple[int, ...]) -> _Tier:
+        tier = self._tiers.get(out_params)
+        if tier is None:
+            with self._lock:
+                tier = self._tiers.setdefault(out_params, _Tier(out_params))
+        return tier
+
+    def numba(self, out_params: Sequence[int] = ()) -> Callable | None:
+        """The numba kernel (emitted and loaded on first use; numba compiles it on its first call); None where the
+        numba emitter refuses this IR. ``out_params``: the variant writing those outputs into extra arguments."""
+        tier = self._tier(tuple(out_params))
+        if tier.jit is None and tier.error is None:
+            self._emit(tier)
+            if not tier.out_params and tier.jit is not None:
+                self.jit = tier.jit
+        return tier.jit
+
+    def _emit(self, tier: _Tier) -> None:
+        """Emit and load the tier's numba source (the caller's thread in sync mode, the worker's in background)."""
+        from codegen.numba import emit_numba  # deferred: the numba emitter (numba itself) only once a program is hot
+        t0 = time.perf_counter()
+        try:
+            src = emit_numba(self.kernel, out_params=tier.out_params) if tier.out_params else emit_numba(self.kernel)
+            jit, path = load_kernel(src, self.kernel.name, prefix="numba")
+        except Exception as exc:  # noqa: BLE001 - the numpy kernel stays in use, loudly in the log
+            tier.error = str(exc)
+            tier.state = "refused"
+            if not tier.out_params:
+                self.numba_error = tier.error
                 self.jit_source = f"# numba backend unavailable: {exc}"
-                log.debug("numba kernel for %s not available (%s); the numpy kernel stays in use",
-                          self.kernel.name, exc)
-        return self.jit
+            _stats.count("numba_refused")
+            log.debug("numba kernel for %s not available (%s); the numpy kernel stays in use", self.kernel.name, exc)
+            _stats.log_line(f"numba refuses {self.label}: the numpy kernel stays ({str(exc).splitlines()[0]})")
+            return
+        dt = time.perf_counter() - t0
+        _stats.add_time("emit", dt)
+        tier.jit, tier.path, tier.source = jit, path, src
+        if not tier.out_params:
+            self.jit_source = src
+        log.debug("numba kernel %s after %d calls: %s (%.1f ms)", self.kernel.name, self.calls, path, 1e3 * dt)
+
+    def kernel_for(self, args: Sequence[Any], out_params: Sequence[int] = ()) -> Callable | None:
+        """The numba kernel to run this call's (kernel-order) arguments with, or None: the numpy kernel runs it.
+
+        Sync mode compiles the kernel now; background mode queues its compile on the first hot call and returns
+        None until it is ready. Call it only when ``hot()``. A kernel that is ready takes every later call (a new
+        argument layout is then numba's to compile on the call, as a dispatcher does)."""
+        tier = self._tiers.get(tuple(out_params)) or self._tier(tuple(out_params))
+        live = tier.live
+        if live is not None:
+            if not tier.switched:
+                self._switched(tier)
+            return live
+        state = tier.state
+        if state is None:
+            return self._compile_now(tier, args) if background.is_sync() else self._queue(tier, args)
+        if state == "failed" and tier.failure is not None:
+            msg, tier.failure = tier.failure, None
+            warnings.warn(f"symgrad: the numba kernel of {self.label} failed to compile ({msg}); its numpy kernel "
+                          "stays in use", RuntimeWarning, stacklevel=3)
+        return None
+
+    def compiled(self, out_params: Sequence[int] = ()) -> Callable | None:
+        """The numba kernel (or its ``out_params`` variant) once compiled and in use; None before."""
+        tier = self._tiers.get(tuple(out_params))
+        return None if tier is None else tier.live
+
+    def _switched(self, tier: _Tier) -> None:
+        tier.switched = True
+        _stats.count("tier_switches")
+        variant = " (out= variant)" if tier.out_params else ""
+        _stats.log_line(f"tier switch {self.label}{variant}: numpy -> numba kernel after {self.calls} calls")
+
+    def _compile_now(self, tier: _Tier, args: Sequence[Any]) -> Callable | None:
+        """Sync mode: emit and compile on this call (numba's errors raise here, as from the kernel's first call)."""
+        jit = self.numba(tier.out_params)
+        if jit is None:
+            return None
+        sig = tuple(jit.typeof_pyval(a) for a in args)
+        before = _events(jit)
+        with _stats.compiling(self.label):
+            t0 = time.perf_counter()
+            jit.compile(sig)
+            dt = time.perf_counter() - t0
+        events = _events(jit)
+        info = dict(events[-1]) if len(events) > len(before) else {"event": "reuse"}
+        self._compiled(tier, {**info, "how": "sync"}, dt, f"hot: {self.calls} calls")
+        tier.state = "ready"
+        tier.live = jit
+        self._switched(tier)
+        return jit
+
+    def _compiled(self, tier: _Tier, info: dict, dt: float, reason: str) -> None:
+        _stats.add_time("numba", dt)
+        hit = info.get("event") in ("load", "reuse")
+        _stats.count("cache_hits" if hit else "numba_compiles")
+        what = {"load": "loaded from numba's disk cache", "reuse": "already compiled (same kernel text)"}.get(
+            info.get("event", ""), "compiled")
+        stages = f" [{info['stages']}]" if info.get("stages") and not hit else ""
+        variant = " (out= variant)" if tier.out_params else ""
+        _stats.log_line(f"numba {self.label}{variant} [{reason}; {info.get('how', 'sync')}]: {what} in "
+                        f"{1e3 * dt:.1f} ms{stages}")
+
+    def _queue(self, tier: _Tier, args: Sequence[Any]) -> Callable | None:
+        desc = background.describe(args)
+        with self._lock:
+            if tier.state is not None:
+                return None
+            if desc is None:               # an argument numba's types can't be read off cheaply: compile here
+                tier.state = None
+            else:
+                tier.state = "pending"
+        if desc is None:
+            return self._compile_now(tier, args)
+        reason = f"hot: {self.calls} calls"
+        if not background.submit(lambda: self._compile_background(tier, desc, reason)):
+            tier.state = "failed"          # the interpreter is exiting: no compile, no warning
+        return None
+
+    def _compile_background(self, tier: _Tier, desc: tuple, reason: str) -> None:
+        """The worker thread's job: emit, compile (helper process or this thread), publish."""
+        with _stats.compiling(f"{self.label} (background)"):
+            try:
+                if tier.jit is None and tier.error is None:
+                    self._emit(tier)
+                if tier.jit is None or tier.path is None:
+                    tier.state = "refused"
+                    return
+                t0 = time.perf_counter()
+                try:
+                    info = background.compile_signature(tier.jit, desc, tier.path, self.kernel.name, "numba")
+                except Exception as exc:  # noqa: BLE001 - any compile error: the numpy tier stays, one warning
+                    tier.state = "failed"
+                    if background.closing():
+                        return
+                    msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                    tier.failure = msg
+                    _stats.count("background_failed")
+                    log.debug("background numba compile of %s failed: %s", self.kernel.name, exc)
+                    _stats.log_line(f"numba {self.label} [{reason}; background]: failed ({msg}); the numpy kernel "
+                                    "stays")
+                    return
+                self._compiled(tier, info, time.perf_counter() - t0, reason + "; background")
+                _stats.count("background_done")
+                tier.state = "ready"
+                if not tier.out_params:
+                    self.jit = tier.jit
+                tier.live = tier.jit           # the switch: the next call reads it
+            except BaseException:
+                if tier.state == "pending":
+                    tier.state = "failed"
+                raise
 
     def args(self, groups: dict[str, Sequence[Any]]) -> list[Any]:
         """The numba kernel's positional arguments, picked from the per-group lists."""
         return [groups[q.group][q.index] for q in self.kernel.params]
 
     def run(self, groups: dict[str, Sequence[Any]]) -> Any:
-        """One call: the numpy kernel at first, the numba kernel once hot (raw kernel results)."""
-        jit = self.numba() if self.hot() else None
-        if jit is not None:
-            return jit(*self.args(groups))
+        """One call: the numpy kernel at first, the numba kernel once hot and compiled (raw kernel results)."""
+        if self.hot():
+            args = self.args(groups)
+            jit = self.kernel_for(args)
+            if jit is not None:
+                return jit(*args)
         return self.fn(*(groups[g] for g in self.kernel.groups))
+
+
+def _events(jit: Any) -> list[dict]:
+    """The numba cache guard's records of the dispatcher's compiles and loads (``event``, ``stages``)."""
+    return list(getattr(getattr(jit, "_cache", None), "events", None) or ())

@@ -1,0 +1,382 @@
+"""Background compilation of numba kernels: the caller keeps running the numpy tier meanwhile.
+
+Modes (``SYMGRAD_COMPILE``, or ``sg.set_compile_mode``):
+
+* ``"background"`` (default): a hot program's numba kernel is emitted in a worker thread of this process and
+  compiled by a helper process that fills numba's disk cache; the worker then loads the machine code from the
+  cache. numba holds the GIL through most of its front end, so compiling in a thread of the caller's process
+  slows the caller's numpy calls down (measured: 1.5-2x longer calls during the compile); the helper process
+  does not. Where no disk cache is available (``SYMGRAD_DISABLE_CACHE``, no POSIX) the compile runs in the
+  worker thread.
+* ``"thread"`` / ``"process"``: force one of the two.
+* ``"sync"``: the caller compiles the kernel on the call that finds the program hot and runs it at once (the
+  blocking behaviour; the test suite uses it where tests check the numba kernel).
+
+One worker thread runs the jobs in order (numba compiles one function at a time anyway); the helper process is
+started on the first cache miss, takes one job at a time over a pipe, exits after ``HELPER_IDLE_S`` idle seconds
+or when its stdin closes. Both are daemons of this interpreter: at exit queued jobs are dropped, the helper is
+terminated and the worker joined (briefly: a compile running in the thread cannot be interrupted and ends with
+the interpreter). numba's artefacts are written atomically and checksummed under a file lock
+(``codegen.numba_cache``), so a helper killed mid-write costs a compile later, never a bad kernel.
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+import codegen
+
+from . import stats as _stats
+
+log = logging.getLogger("symgrad")
+
+MODES = ("background", "sync", "thread", "process")
+#: seconds the helper process waits for a job before it exits (it is started again when needed)
+HELPER_IDLE_S = 120.0
+#: seconds the exit handler waits for the worker thread
+EXIT_JOIN_S = 0.5
+
+
+def _mode_from_env() -> str:
+    mode = os.environ.get("SYMGRAD_COMPILE", "background").strip().lower() or "background"
+    if mode not in MODES:
+        log.warning("symgrad: SYMGRAD_COMPILE=%r is not one of %s; compiling in the background", mode, MODES)
+        return "background"
+    return mode
+
+
+MODE = _mode_from_env()
+
+
+def set_compile_mode(mode: str) -> None:
+    """How hot programs get their numba kernel: ``"background"`` (default: the numpy tier runs until the kernel is
+    ready), ``"sync"`` (compile on the call that finds the program hot, blocking it), or ``"thread"`` /
+    ``"process"`` (background, forcing where the compile runs). ``SYMGRAD_COMPILE`` sets it at import."""
+    global MODE
+    if mode not in MODES:
+        raise ValueError(f"compile mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
+    MODE = mode
+
+
+def get_compile_mode() -> str:
+    return MODE
+
+
+def is_sync() -> bool:
+    return MODE == "sync"
+
+
+# ---------------------------------------------------------------------- argument types
+
+def describe(args: Sequence[Any]) -> tuple | None:
+    """What numba's dispatcher types these arguments as, in plain values (they travel to the helper process):
+    ``("a", dtype, ndim, layout, readonly)`` per array, ``("s", dtype)`` per scalar; None if an argument is
+    neither."""
+    out = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            fl = a.flags
+            out.append(("a", a.dtype.str, a.ndim, "C" if fl.c_contiguous else "F" if fl.f_contiguous else "A",
+                        not fl.writeable))
+        elif t is float:
+            out.append(("s", "<f8"))
+        elif t is bool:
+            out.append(("s", "|b1"))
+        elif t is int:
+            out.append(("s", "<i8"))
+        elif isinstance(a, np.generic) and a.dtype.kind in "biuf":
+            out.append(("s", a.dtype.str))
+        else:
+            return None
+    return tuple(out)
+
+
+def numba_signature(desc: Sequence[tuple]) -> tuple:
+    """The numba argument types of a ``describe`` result."""
+    import numba  # deferred: only a compiling worker (or the helper process) needs numba
+    from numba import types  # deferred: as above
+
+    sig = []
+    for d in desc:
+        if d[0] == "a":
+            sig.append(types.Array(numba.from_dtype(np.dtype(d[1])), d[2], d[3], readonly=d[4]))
+        else:
+            sig.append(numba.from_dtype(np.dtype(d[1])))
+    return tuple(sig)
+
+
+# ---------------------------------------------------------------------- the helper process
+
+_HELPER_SOURCE = r'''
+import json, os, select, signal, sys, time, traceback, warnings
+signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's; this process ends with its stdin
+proto = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)                                     # stray prints must not corrupt the protocol
+idle = float(sys.argv[1])
+import numpy as np
+from codegen.cache import load_kernel, reset_cache_dir
+import numba
+from numba import types
+
+def signature(desc):
+    return tuple(types.Array(numba.from_dtype(np.dtype(d[1])), d[2], d[3], readonly=d[4]) if d[0] == "a"
+                 else numba.from_dtype(np.dtype(d[1])) for d in desc)
+
+proto.write(json.dumps({"ready": True}) + "\n"); proto.flush()
+while True:
+    if not select.select([sys.stdin], [], [], idle)[0]:
+        break
+    line = sys.stdin.readline()
+    if not line:
+        break
+    job = json.loads(line)
+    t0 = time.perf_counter()
+    try:
+        if os.environ.get("SYMGRAD_CACHE_DIR") != job["folder"]:
+            os.environ["SYMGRAD_CACHE_DIR"] = job["folder"]
+            reset_cache_dir()
+        with open(job["path"], encoding="utf-8") as f:
+            src = f.read()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            jit, _ = load_kernel(src, job["name"], prefix=job["prefix"])
+            jit.compile(signature(job["sig"]))
+        events = getattr(jit._cache, "events", None) or [{}]
+        reply = {"ok": True, "seconds": time.perf_counter() - t0, "event": events[-1].get("event", "compile"),
+                 "stages": events[-1].get("stages", ""), "warnings": [str(w.message) for w in caught]}
+    except Exception as exc:
+        reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
+    proto.write(json.dumps(reply) + "\n")
+    proto.flush()
+'''
+
+
+class HelperError(RuntimeError):
+    """The helper process could not compile a kernel (the message is its error)."""
+
+
+class _Helper:
+    """The compiling helper process: one job at a time, used by the worker thread only."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.unavailable: str | None = None
+
+    def _start(self) -> None:
+        root = str(Path(codegen.__file__).resolve().parents[1])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        self.proc = subprocess.Popen([sys.executable, "-c", _HELPER_SOURCE, str(HELPER_IDLE_S)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, text=True, close_fds=True)
+        first = self.proc.stdout.readline()
+        if not first.startswith("{"):
+            code = self.proc.wait()
+            self.proc = None
+            raise OSError(f"the compile helper process exited at start (code {code})")
+
+    def compile(self, path: Path, name: str, prefix: str, desc: Sequence[tuple]) -> dict:
+        """Compile ``name`` of the kernel file ``path`` for ``desc`` in the helper (numba's disk cache gets it)."""
+        job = json.dumps({"folder": str(path.parent), "path": str(path), "name": name, "prefix": prefix,
+                          "sig": [list(d) for d in desc]}) + "\n"
+        for attempt in range(2):
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+            try:
+                self.proc.stdin.write(job)
+                self.proc.stdin.flush()
+                line = self.proc.stdout.readline()
+            except (BrokenPipeError, OSError, ValueError):
+                line = ""
+            if line:
+                reply = json.loads(line)
+                if not reply.get("ok"):
+                    raise HelperError(reply.get("error", "unknown error"))
+                return reply
+            code = self.proc.wait() if self.proc is not None else None
+            self.proc = None
+            if _CLOSING:
+                raise HelperError("interpreter exiting")
+            if code == 0 and attempt == 0:        # it had just timed out idle: start a new one
+                continue
+            raise HelperError(f"the compile helper process died (exit code {code})")
+        raise HelperError("the compile helper process did not answer")
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+_HELPER = _Helper()
+
+
+def _process_possible(path: Path) -> bool:
+    return os.name == "posix" and path.is_file() and bool(sys.executable) and _HELPER.unavailable is None
+
+
+def _cached(jit: Any, sig: tuple) -> bool:
+    """numba's disk cache holds this signature of ``jit`` (looked up, nothing loaded or compiled)."""
+    cache = getattr(jit, "_cache", None)
+    cf = getattr(cache, "_file", None) or getattr(cache, "_cache_file", None)
+    try:
+        if cf is None or not os.path.exists(cf._index_path):
+            return False
+        key = cache._index_key(sig, jit.targetctx.codegen())
+        return key in cf._load_index()
+    except Exception:  # noqa: BLE001 - a numba whose cache looks different: treat as a miss
+        return False
+
+
+def _guard_event(jit: Any) -> dict:
+    events = getattr(getattr(jit, "_cache", None), "events", None)
+    return events[-1] if events else {}
+
+
+def compile_signature(jit: Any, desc: Sequence[tuple], path: Path, name: str, prefix: str) -> dict:
+    """Give the numba dispatcher ``jit`` (function ``name`` of the kernel file ``path``, made by ``load_kernel``
+    with ``prefix``) its overload for ``desc``, from the worker thread: loaded from numba's disk cache when it has
+    it, else compiled by the helper process and loaded, or compiled in this thread. Returns ``{"how": ...,
+    "event": "compile" | "load" | "reuse", "stages": ...}``; raises what the compile raises."""
+    light = getattr(type(jit), "cached", None)
+    if light is not None:                          # a ``codegen.numba_object.LightKernel``
+        if jit.cached(desc):                       # its object cache runs this signature without numba
+            return {"how": "object cache", "event": "load", "stages": ""}
+        jit = jit.dispatcher                       # numba's dispatcher behind it takes the signature
+    sig = numba_signature(desc)
+    if sig in jit.overloads:                       # a kernel of the same text, already compiled in this process
+        return {"how": "already loaded", "event": "reuse", "stages": ""}
+    if _cached(jit, sig):
+        jit.compile(sig)
+        ev = _guard_event(jit)
+        return {"how": "disk cache", "event": ev.get("event", "load"), "stages": ev.get("stages", "")}
+    if MODE != "thread" and _process_possible(path):
+        try:
+            reply = _HELPER.compile(path, name, prefix, desc)
+        except OSError as exc:                       # no helper on this system: threads from now on
+            _HELPER.unavailable = str(exc)
+            log.debug("symgrad: no compile helper process (%s); compiling in a thread", exc)
+        else:
+            for w in reply.get("warnings", ()):
+                log.debug("numba (helper process): %s", w)
+            jit.compile(sig)                         # a load from the cache the helper just filled
+            ev = _guard_event(jit)
+            how = "helper process" if ev.get("event") == "load" else "helper process, then this thread (not cached)"
+            return {"how": how, "event": "compile", "stages": reply.get("stages", "")}
+    jit.compile(sig)
+    ev = _guard_event(jit)
+    return {"how": "thread", "event": ev.get("event", "compile"), "stages": ev.get("stages", "")}
+
+
+# ---------------------------------------------------------------------- the worker thread
+
+_COND = threading.Condition()
+_QUEUE: collections.deque[Callable[[], None]] = collections.deque()
+_PENDING = 0
+_CLOSING = False
+_WORKER: threading.Thread | None = None
+
+
+def submit(task: Callable[[], None]) -> bool:
+    """Run ``task`` on the worker thread (started on first use); False when the interpreter is exiting."""
+    global _WORKER, _PENDING
+    with _COND:
+        if _CLOSING:
+            return False
+        if _WORKER is None or not _WORKER.is_alive():
+            _WORKER = threading.Thread(target=_work, name="symgrad-compile", daemon=True)
+            _WORKER.start()
+            atexit.register(_shutdown)
+        _QUEUE.append(task)
+        _PENDING += 1
+        _COND.notify_all()
+    _stats.count("background_pending")
+    return True
+
+
+def closing() -> bool:
+    """The interpreter is exiting: background work is being dropped."""
+    return _CLOSING
+
+
+def pending() -> int:
+    """Background jobs queued or running."""
+    return _PENDING
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Block until every background compile submitted so far has finished (True), or ``timeout`` seconds passed."""
+    end = None if timeout is None else time.monotonic() + timeout
+    with _COND:
+        while _PENDING:
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _COND.wait(left)
+    return True
+
+
+def _work() -> None:
+    global _PENDING
+    moved = False
+    while True:
+        with _COND:
+            while not _QUEUE and not _CLOSING:
+                _COND.wait()
+            if _CLOSING:
+                return
+            task = _QUEUE.popleft()
+        try:
+            task()
+        except BaseException as exc:  # noqa: BLE001 - tasks report their own failures; never lose the worker
+            log.debug("symgrad: background task failed: %r", exc)
+        finally:
+            _stats.count("background_pending", -1)
+            with _COND:
+                _PENDING -= 1
+                _COND.notify_all()
+        if not moved and "numba" in sys.modules:
+            # exit handlers run last-registered first: ours before numba's and llvmlite's, now they are imported
+            moved = True
+            atexit.unregister(_shutdown)
+            atexit.register(_shutdown)
+
+
+def _shutdown() -> None:
+    """At exit: drop queued jobs, stop the helper process, give the worker a moment to finish."""
+    global _CLOSING, _PENDING
+    with _COND:
+        _CLOSING = True
+        _PENDING -= len(_QUEUE)
+        _stats.count("background_pending", -len(_QUEUE))
+        _QUEUE.clear()
+        _COND.notify_all()
+    _HELPER.close()
+    worker = _WORKER
+    if worker is not None and worker is not threading.current_thread():
+        worker.join(EXIT_JOIN_S)
