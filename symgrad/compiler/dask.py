@@ -54,6 +54,8 @@ from codegen.names import identifier
 from ..core import dtypes
 from ..core.errors import SymgradError, user_frame
 from ..core.graph import Node, toposort
+from ..derive.forward import _zeros, jvp_graph
+from ..eager.basic import stack
 from ..eager.grad_mode import enable_grad
 from ..eager.tensor import Tensor
 from ..kernels import program as _program
@@ -230,9 +232,14 @@ def _trace(cf: CompiledFunction, kinds: Sequence[tuple]) -> _Traced:
     """Trace and derive as ``CompiledFunction._build`` does, with source lines; ``hessian`` / ``jacobian``
     record their sweeps as DAG nodes (their traced form)."""
     mode = cf.mode
-    diff = set(cf.argnums) if mode in ("grad", "value_and_grad") else set()
+    diff = set(cf.argnums) if mode in ("grad", "value_and_grad", "jacobian") else set()
     leaves = [leaf(k[2], dtypes.from_any(k[1]), cf._name(i), i in diff) for i, k in enumerate(kinds)]
     ctx = _LineTrace()
+    if mode == "jacobian" and not cf.reverse:
+        with enable_grad(), ctx:
+            res = _forward_jacobian(cf, leaves)
+        outs, tree = _flatten(res, "sg.jacobian's result")
+        return _Traced([lv._node for lv in leaves], outs, ("whole", tree), ctx.lines)
     if isinstance(cf, DerivativeFunction):
         with enable_grad(), ctx:
             try:
@@ -259,6 +266,37 @@ def _trace(cf: CompiledFunction, kinds: Sequence[tuple]) -> _Traced:
     if mode != "fn":
         outs += cf._derive(out, [leaves[i]._node for i in cf.argnums])
     return _Traced([lv._node for lv in leaves], outs + extra, tree, ctx.lines)
+
+
+def _forward_jacobian(cf: DerivativeFunction, leaves: Sequence[Tracer]) -> Any:
+    """``sg.jacobian`` as forward sweeps recorded in the trace, one per element of the arguments differentiated
+    (with a constant basis tangent): a row-wise result (residuals) gives a row-wise Jacobian, ``(rows, ...)``
+    followed by the argument's shape; nested as ``sg.jacobian`` nests its results."""
+    res = cf.fn(*leaves)
+    multi = isinstance(res, (tuple, list))
+    outs = [_as_node(o) for o in (res if multi else (res,))]
+    blocks: list[list[Any]] = [[] for _ in outs]
+    for i in cf.argnums:
+        w = leaves[i]._node
+        size = math.prod(w.shape)
+        if size > _MAX_SWEEPS:
+            raise DaskSplitError(f"sg.jacobian over Dask arrays takes one forward sweep per element of argument {i} "
+                                 f"({size} > {_MAX_SWEEPS})")
+        cols: list[list[Tracer]] = [[] for _ in outs]
+        for j in range(size):
+            basis = np.zeros(size, dtype=w.dtype.np)
+            basis[j] = 1
+            seed = Node(_src.const, (), (), w.shape, w.dtype, value=basis.reshape(w.shape))
+            for k, (o, t) in enumerate(zip(outs, jvp_graph(outs, [w], [seed]))):
+                cols[k].append(Tracer.wrap(t if t is not None else _zeros(o)))
+        for k, o in enumerate(outs):
+            blocks[k].append(stack(cols[k], dim=o.ndim).reshape(tuple(o.shape) + tuple(w.shape)))
+    per = [b[0] if cf._single else tuple(b) for b in blocks]
+    return tuple(per) if multi else per[0]
+
+
+#: the most forward sweeps (argument elements) of a Jacobian over Dask arrays
+_MAX_SWEEPS = 1024
 
 
 # ----------------------------------------------------------------------------- classification

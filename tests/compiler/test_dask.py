@@ -172,6 +172,9 @@ def test_hessian_jacobian_and_out():
     assert_close(h(W, X, y), h(W, DATA["X"], DATA["y"]))
     j = sg.jacobian(lambda w, X: sg.tanh(X @ w).sum() * w)
     assert_close(j(W, X), j(W, DATA["X"]))
+    residuals = sg.jacobian(lambda w, b, X, y: sg.tanh(X @ w + b[0]) * b[1] - y, argnums=(0, 1))   # (rows, ...)
+    b = np.array([0.3, -1.2])
+    assert_close(residuals(W, b, X, y), residuals(W, b, DATA["X"], DATA["y"]))
     hs = sg.hessian(lambda w, X: (sg.tanh(X @ w[:2] * w[2]) ** 2).sum() + (w[1:] * w[:-1]).sum(), sparse=True)
     want, got = hs(W, DATA["X"][:, :2]), hs(W, da.from_array(DATA["X"][:, :2], chunks=(60, 2)))
     assert got.nnz == want.nnz and (got != 0).sum() <= got.nnz
