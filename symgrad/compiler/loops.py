@@ -255,26 +255,86 @@ def _static_int(v: Any, what: str) -> int:
         raise TypeError(f"fori_loop: {what} must be an int, not {type(v).__name__}") from None
 
 
-def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, Any], Any], init_val: Any, *,
+              checkpoint_every: int | None = None) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)``, as one loop node (JAX's ``lax.fori_loop``).
 
     ``i`` is a 0-d int64 tensor; ``init_val`` any pytree of tensors, arrays or numbers. The body is traced once;
-    forward and reverse derivatives (and higher) are loops too.
+    forward and reverse derivatives (and higher) are loops too. Reverse mode stores the carry of every step;
+    with ``checkpoint_every=k`` it stores one carry per block of ``k`` steps and recomputes the block's steps
+    while running back through it (a loop of blocks, each a loop of ``k`` steps: memory ``T/k + k`` carries).
     """
     lo, hi = _static_int(lower, "lower"), _static_int(upper, "upper")
     n = max(hi - lo, 0)
-    final, _ = _loop("fori", body_fun, init_val, None, n, False, lo)
-    return final
+    k = _checkpoint_block(checkpoint_every, n)
+    if k is None:
+        final, _ = _loop("fori", body_fun, init_val, None, n, False, lo)
+        return final
+    blocks, rest = divmod(n, k)
+
+    def block(b: Any, val: Any) -> Any:
+        first = b * k + lo
+        return fori_loop(0, k, lambda j, v: body_fun(first + j, v), val)
+
+    val = fori_loop(0, blocks, block, init_val) if blocks else init_val
+    return fori_loop(lo + blocks * k, hi, body_fun, val) if rest else val
+
+
+def _checkpoint_block(every: int | None, n: int) -> int | None:
+    if every is None:
+        return None
+    k = _static_int(every, "checkpoint_every")
+    if k < 1:
+        raise ValueError(f"checkpoint_every must be a positive number of steps, got {k}")
+    return k if k < n else None
 
 
 def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None,
-         reverse: bool = False) -> tuple[Any, Any]:
+         reverse: bool = False, *, checkpoint_every: int | None = None) -> tuple[Any, Any]:
     """JAX's ``lax.scan``: ``carry, y = f(carry, x)`` over the leading axis of ``xs`` (or ``length`` steps with
     ``x = None``); returns the final carry and the ``y``s stacked (row ``k`` from ``xs[k]``, also with
-    ``reverse=True``, which runs from the last row)."""
+    ``reverse=True``, which runs from the last row). ``checkpoint_every=k``: see ``fori_loop``."""
     if length is not None:
         length = int(length)
-    return _loop("scan", f, init, xs, length, reverse, 0)
+    if checkpoint_every is None:
+        return _loop("scan", f, init, xs, length, reverse, 0)
+    return _blocked_scan(f, init, xs, length, reverse, checkpoint_every)
+
+
+def _blocked_scan(f: Callable, init: Any, xs: Any, length: int | None, reverse: bool, every: int) -> tuple:
+    """A scan as a scan over blocks of ``every`` steps (each block a scan), then the steps left over."""
+    x_leaves, x_spec = tree_flatten(xs) if xs is not None else ([], None)
+    x_leaves = [_as_tensor(v, "scan's xs") for v in x_leaves]
+    n = x_leaves[0].shape[0] if x_leaves else length
+    if n is None:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
+    k = _checkpoint_block(every, n)
+    if k is None:
+        return _loop("scan", f, init, xs, length, reverse, 0)
+    blocks, rest = divmod(n, k)
+    blocked = [t[rest:] if reverse else t[:n - rest] for t in x_leaves]
+    left = [t[:rest] if reverse else t[n - rest:] for t in x_leaves]
+
+    def tree(ts: list[Tensor]) -> Any:
+        return tree_unflatten(ts, x_spec) if x_spec is not None else None
+
+    def block(c: Any, bx: Any) -> tuple[Any, Any]:
+        return scan(f, c, bx, length=None if bx is not None else k, reverse=reverse)
+
+    grouped = [t.reshape(blocks, k, *t.shape[1:]) for t in blocked]
+    # the blocks run first in either direction (reverse: the last rows are the blocked ones)
+    carry, ys = scan(block, init, tree(grouped) if grouped else None, length=None if grouped else blocks,
+                     reverse=reverse)
+    ys_flat, y_spec = tree_flatten(ys)
+    ys_flat = [y.reshape(blocks * k, *y.shape[2:]) for y in ys_flat]
+    if rest:
+        carry, y_rest = scan(f, carry, tree(left), length=None if left else rest, reverse=reverse)
+        rest_flat, _ = tree_flatten(y_rest)
+        pair = (rest_flat, ys_flat) if reverse else (ys_flat, rest_flat)
+        y_parts = [_tcat([a, b], 0) for a, b in zip(*pair)]
+    else:
+        y_parts = ys_flat
+    return carry, tree_unflatten(y_parts, y_spec)
 
 
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:

@@ -245,3 +245,45 @@ def test_carry_mismatch_is_a_clear_error():
 def test_while_loop_eager_and_traced_error():
     out = sg.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2), (0, sg.tensor(1.0)))
     assert out[0] == 10 and out[1].item() == 1024
+
+
+@pytest.mark.parametrize("every", [4, 7])
+def test_checkpointed_fori_loop_equals_torch(every):
+    arrays = PROGRAMS["lorenz"][2]
+    value, grads = _torch_grads(lorenz_torch, arrays, (0,))
+    f = sg.value_and_grad(lambda p, s0: (sg.fori_loop(0, 30, lambda i, s: rk4(sg, s, p), s0,
+                                                      checkpoint_every=every) ** 2).sum())
+    v, g = f(*arrays)
+    _close(v, value)
+    _close(g, grads[0])
+    src = f.source(*arrays, backend="numpy")
+    assert "range(30" not in src and f"range({every}" in src      # loops of blocks, not one loop of 30 steps
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_checkpointed_scan_equals_torch(reverse):
+    sfn, tfn, arrays = PROGRAMS["reverse" if reverse else "rnn"]
+
+    def blocked(*args):
+        if reverse:
+            a, xs = args
+
+            def step(c, x):
+                c = c * sg.cos(x) + a * x
+                return c, c.sum()
+            c, ys = sg.scan(step, a, xs, reverse=True, checkpoint_every=2)
+            return c.sum() + (ys * ys).sum()
+        w, u, b, xs = args
+
+        def step(h, x):
+            h = sg.tanh(w @ h + u @ x + b)
+            return h, (h ** 2).sum()
+        h, ys = sg.scan(step, sg.zeros(b.shape[0], dtype=sg.float64), xs, checkpoint_every=4)
+        return (h ** 2).sum() + (ys * sg.arange(xs.shape[0], dtype=sg.float64)).sum()
+
+    argnums = tuple(range(len(arrays) - 1))
+    value, grads = _torch_grads(tfn, arrays, argnums)
+    v, g = sg.value_and_grad(blocked, argnums=argnums)(*arrays)
+    _close(v, value)
+    for a, b in zip(g, grads):
+        _close(a, b)
