@@ -293,7 +293,7 @@ def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[No
     outs = [g if g is not None else seeds[0] for g in grads]
     params = [(n, "v", i) for i, n in enumerate(order)] + [(s, "s", i) for i, s in enumerate(seeds)]
     prog = Program("backward", params, outs, doc="gradient of the recorded graph", prefix="eager", groups=("v", "s"),
-                   const_group=None, hot_after=EAGER_JIT_AFTER, what="backward",
+                   const_group=None, hot_after=EAGER_JIT_AFTER, what="backward", torch_order=True,
                    signature=f"({len(order)} nodes{', split' if cut else ''})", reason="new graph structure",
                    times={"derive": t1 - t0})
     STATS["derived"] += 1

@@ -88,7 +88,8 @@ class Program:
     def __init__(self, name: str, params: Sequence[tuple[Node, str, int]], outs: Sequence[Node], *, doc: str,
                  prefix: str, groups: tuple[str, ...] = ("v",), const_group: str | None = "v",
                  simplify: bool = True, hot_after: int | None = None, what: str | None = None,
-                 signature: str = "", reason: str = "", times: dict[str, float] | None = None) -> None:
+                 signature: str = "", reason: str = "", times: dict[str, float] | None = None,
+                 torch_order: bool = False) -> None:
         t0 = time.perf_counter()
         outs = simplify_graph(list(outs)) if simplify else list(outs)
         outs = share_histories(outs)
@@ -103,7 +104,7 @@ class Program:
         self.outs = outs
         self.kernel, self.reads = lower(name, params, outs, doc=doc, groups=groups)
         t1 = time.perf_counter()
-        self.source = emit_numpy(self.kernel)
+        self.source = emit_numpy(self.kernel, torch_order=torch_order)  # eager: torch's summation order
         self.fn, self.path = load_kernel(self.source, self.kernel.name, prefix=prefix)
         t2 = time.perf_counter()
         self.specs = [(o.dtype, o.shape) for o in outs]

@@ -1,5 +1,9 @@
 """Reductions: sum, mean, prod, max/min/amax/amin (and argmax/argmin) over all or some dims (``keepdim``),
-``sum_to`` (broadcasting's adjoint) and the cumsum scan."""
+``sum_to`` (broadcasting's adjoint) and the cumsum scan.
+
+Eagerly, ``sum`` / ``mean`` / ``sum_to`` / ``prod`` / ``cumsum`` round as torch's CPU kernels do (``codegen.runtime``:
+torch's summation and multiplication order, float32 running sums in float64); compiled kernels keep their own order.
+"""
 from __future__ import annotations
 
 import math
@@ -8,13 +12,15 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from codegen import ir
+from codegen import ir, runtime
 from codegen.functions import IsNan
 
-from ..core import dtypes
+from ..core import dtypes, ranges
 from ..core.graph import Node
 from .base import A, OpDef, Shape, apply, call_expr, dims_text, register
 from .display import MeanOf, SumOf
+
+runtime.set_thread_count(ranges.get_num_threads)  # torch splits large full reductions over its threads
 
 
 def _reduced_shape(shape: Shape, dims: tuple[int, ...], keepdim: bool) -> Shape:
@@ -77,24 +83,17 @@ def _reduce_lower(kind: str):
 
 
 def _sum_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = True, fn: str = "") -> np.ndarray:
-    dt = None if a.dtype.kind == "f" else np.int64
-    return np.asarray(np.sum(a, axis=dims, keepdims=keepdim, dtype=dt))
+    return runtime.torch_sum(a, dims, keepdim)
 
 
 def _mean_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = True, fn: str = ""
                ) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        if type(a) is np.ndarray and a.dtype.type in (np.float32, np.float64):
-            n = 1
-            for d in dims:
-                n *= a.shape[d]
-            if n:  # np.mean's own steps without its Python wrapper (an empty slice takes np.mean: its warning)
-                ret = np.add.reduce(a, axis=dims, keepdims=keepdim)
-                if isinstance(ret, np.ndarray):
-                    ret = np.true_divide(ret, np.intp(n), out=ret, casting="unsafe", subok=False)
-                else:
-                    ret = ret.dtype.type(ret / np.intp(n))
-                return np.asarray(ret, dtype=a.dtype)
+    n = 1
+    for d in dims:
+        n *= a.shape[d]
+    if n and type(a) is np.ndarray and a.dtype.type in (np.float32, np.float64):
+        return runtime.torch_mean(a, dims, keepdim)
+    with np.errstate(all="ignore"):  # an empty slice takes np.mean: its warning
         return np.asarray(np.mean(a, axis=dims, keepdims=keepdim), dtype=a.dtype)
 
 
@@ -142,8 +141,8 @@ def sum_to_axes(shape: Shape, target: Shape) -> tuple[tuple[int, ...], Shape]:
 
 
 def _sum_to_eval(a: np.ndarray, shape: Shape) -> np.ndarray:
-    axes, _ = sum_to_axes(a.shape, shape)
-    return np.sum(a, axis=axes, keepdims=True).reshape(shape) if axes else a.reshape(shape)
+    axes, _ = sum_to_axes(a.shape, shape)  # torch's at::sum_to: one sum over all those dims, kept
+    return runtime.torch_sum(a, axes, True).reshape(shape) if axes else a.reshape(shape)
 
 
 def _sum_to_infer(op: OpDef, a: Node, shape: Shape) -> Any:
@@ -329,8 +328,7 @@ argmin = register(OpDef("argmin", "reduce", None, _arg_eval(np.argmin), _arg_inf
 # --------------------------------------------------------------------------- prod
 
 def _prod_eval(a: np.ndarray, dims: tuple[int, ...], keepdim: bool, full: bool = True) -> np.ndarray:
-    dt = None if a.dtype.kind == "f" else np.int64
-    return np.asarray(np.prod(a, axis=dims, keepdims=keepdim, dtype=dt))
+    return runtime.torch_prod(a, dims, keepdim)
 
 
 def _prod_vjp(node: Node, g: Node) -> tuple:
@@ -354,13 +352,16 @@ def _prod_vjp(node: Node, g: Node) -> tuple:
     zeros = over_slices("sum", sp.Piecewise((1, zero), (0, True)))
     nonzero = over_slices("prod", sp.Piecewise((1, zero), (A[0], True)))
     zero_sum = over_slices("sum", sp.Piecewise((A[0], zero), (0, True)))
-    g_, r, x, z, p, s = A[:6]
-    rule = sp.Piecewise((g_ * r / sp.Piecewise((1, sp.Eq(x, 0)), (x, True)), sp.Ne(x, 0)),
+    # ``result / input`` as one division, a factor of its own (a Piecewise: no rewrite merges it into the product),
+    # so eagerly the rule rounds as torch's ``grad * (result / input)``
+    ratio = apply("fused", _keep(node, node), a, expr=sp.Piecewise((A[0] / A[1], sp.Ne(A[1], 0)), (A[0], True)),
+                  dtype=node.dtype)
+    g_, q, x, z, p, s = A[:6]
+    rule = sp.Piecewise((g_ * q, sp.Ne(x, 0)),
                         (g_ * p, sp.Eq(z, 1)),
                         (g_ * p * (s - x), sp.Eq(z, 2)),
                         (0, True))
-    return (apply("fused", _keep(g, node), _keep(node, node), a, zeros, nonzero, zero_sum, expr=rule,
-                  dtype=node.dtype),)
+    return (apply("fused", _keep(g, node), ratio, a, zeros, nonzero, zero_sum, expr=rule, dtype=node.dtype),)
 
 
 prod = register(OpDef("prod", "reduce", lambda at: "ProdBackward0" if at["full"] else "ProdBackward1", _prod_eval,
@@ -371,12 +372,7 @@ prod = register(OpDef("prod", "reduce", lambda at: "ProdBackward0" if at["full"]
 # --------------------------------------------------------------------------- cumsum
 
 def _cumsum_eval(a: np.ndarray, dim: int, reverse: bool = False) -> np.ndarray:
-    dt = a.dtype if a.dtype.kind == "f" else np.int64
-    if a.ndim == 0:
-        return a.astype(dt, copy=True)
-    if reverse:
-        return np.flip(np.cumsum(np.flip(a, dim), axis=dim, dtype=dt), dim).copy()
-    return np.cumsum(a, axis=dim, dtype=dt)
+    return runtime.torch_cumsum(a, dim, reverse)
 
 
 def _cumsum_infer(op: OpDef, a: Node, dim: int, reverse: bool = False) -> Any:
