@@ -102,6 +102,7 @@ def _sg_select(typingctx, c, a, b):
 _REDUCE_KINDS = ("sum", "mean", "max", "min", "prod")
 _ATOM = re.compile(r"[A-Za-z_][\w.]*(?:\[[^\[\]()]*\]|\([^()\[\]]*\))?|\d[\w.]*")
 _TOKEN = re.compile(r"@(\w+)@")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 _F32_LITERAL = re.compile(r"numpy\.float32\((?:[-+0-9.eE]+|numpy\.inf|numpy\.nan)\)")
 
 
@@ -323,6 +324,7 @@ class _Emitter:
         self.counts: dict[str, int] = {}
         self.zeros: set[str] = set()           # element texts that are structural zeros (``zero``)
         self.numbers: dict[str, sp.Basic] = {}  # element texts of other known numbers -> their value
+        self.reads: dict[str, tuple] = {}      # input texts that are not names (``xs[k, 3]``) -> (stem, local)
         self.consts: dict[str, int] = {}       # float32 literal -> its position in ``const_names``
         self.const_names: list[list] = []      # [literal, its local once assigned]
         for p in kernel.params:
@@ -330,6 +332,9 @@ class _Emitter:
             if len(elems) != math.prod(p.shape):
                 raise ValueError(f"scalar_lines: {len(elems)} input elements for {p.name} of shape {p.shape}")
             self.vals[p.name] = (_objects(elems, tuple(p.shape)), p.dtype)
+            for j, x in enumerate(elems):
+                if not _NAME.fullmatch(x):
+                    self.reads[x] = (identifier(f"{p.name}_{j}"), None)
 
     def lookup(self, name: str) -> tuple[np.ndarray, str]:
         v = self.vals.get(name)
@@ -342,6 +347,19 @@ class _Emitter:
         value = sp.true if lit == "True" else sp.false if lit == "False" else sp.sympify(lit)
         v = self.vals[name] = (_objects([self.literal_of(value, dtype)], ()), dtype)
         return v
+
+    def use(self, x: str) -> str:
+        """The code reading element text ``x``: an input that is not a name is read once, into a local, at its
+        first use (each ``xs[k, 3]`` is an indexing op for numba to type and lower)."""
+        got = self.reads.get(x)
+        if got is None:
+            return x
+        if got[1] is None:
+            got = self.reads[x] = (got[0], self.assign(got[0], x))
+        return got[1]
+
+    def atom(self, x: str) -> str:
+        return _atom(self.use(x))
 
     def stem(self, st: Any) -> str:
         return identifier(st.target)
@@ -357,7 +375,7 @@ class _Emitter:
     def convert(self, code: str, src: str, dst: str) -> str:
         if code in self.zeros:
             return self.zero(dst)
-        return code if src == dst else f"{np_dtype(dst)}({code})"
+        return code if src == dst else f"{np_dtype(dst)}({self.use(code)})"
 
     def define(self, st: Any, elems: list, dtype: str | None = None) -> None:
         self.vals[st.target] = (_objects(elems, tuple(st.shape)), dtype or st.dtype)
@@ -376,7 +394,7 @@ class _Emitter:
         acc = terms[0]
         for k in range(1, len(terms), TERMS - 1):
             chunk = terms[k:k + TERMS - 1]
-            acc = self.assign(stem, f" {op} ".join([_atom(acc)] + [_atom(t) for t in chunk]))
+            acc = self.assign(stem, f" {op} ".join([self.atom(acc)] + [self.atom(t) for t in chunk]))
         return acc
 
     # ------------------------------------------------------------------ statements
@@ -409,7 +427,7 @@ class _Emitter:
                     if not headed:
                         self.heading(st)
                         headed = True
-                    subs = {f"a{k}": _atom(x) for k, x in enumerate(args)}
+                    subs = {f"a{k}": self.atom(x) for k, x in enumerate(args)}
                     for k, rc in enumerate(reps):
                         subs[f"c{k}"] = self.assign(f"{stem}c", self.fill(rc, subs))
                     got = self.assign(stem, self.fill(code, subs))
@@ -520,16 +538,18 @@ class _Emitter:
             if not xs:
                 total = self.zero(dt)
             elif len(xs) == 1 and kind == "sum":
-                total = self.assign(stem, f"{np_dtype(dt)}({xs[0]})")
+                total = self.assign(stem, f"{np_dtype(dt)}({self.use(xs[0])})")
             else:
                 total = self.fold_sum(stem, xs)
             if kind == "mean":
-                return self.assign(stem, f"{np_dtype(dt)}({_atom(total)} / {np_dtype(dt)}({count}))")
+                return self.assign(stem, f"{np_dtype(dt)}({self.atom(total)} / {np_dtype(dt)}({count}))")
             return total
         if kind == "prod":
             if not xs:
                 return "True" if dt in ("bool", "bool_") else f"{np_dtype(dt)}(1)"
-            return self.fold_sum(stem, xs, "*") if len(xs) > 1 else self.assign(stem, f"{np_dtype(dt)}({xs[0]})")
+            if len(xs) > 1:
+                return self.fold_sum(stem, xs, "*")
+            return self.assign(stem, f"{np_dtype(dt)}({self.use(xs[0])})")
         if not xs:                         # max/min of nothing: the identity (emit_numba's folds)
             top = kind == "max"
             if is_float(dt):
@@ -541,10 +561,10 @@ class _Emitter:
         acc = xs[0]
         op = ">=" if kind == "max" else "<="
         for x in xs[1:]:
-            a, b = _atom(acc), _atom(x)
+            a, b = self.atom(acc), self.atom(x)
             keep = f"({a} {op} {b}) | ({a} != {a})" if is_float(dt) else f"{a} {op} {b}"
             acc = self.assign(stem, f"{SELECT}({keep}, {a}, {b})")
-        return acc if len(xs) > 1 else self.assign(stem, f"{np_dtype(dt)}({acc})")
+        return acc if len(xs) > 1 else self.assign(stem, f"{np_dtype(dt)}({self.use(acc)})")
 
     def arg_reduce(self, st: ir.ArgReduce) -> None:
         a, adt = self.lookup(st.arg)
@@ -563,9 +583,9 @@ class _Emitter:
         elems = []
         for idx in np.ndindex(*out_shape):
             xs = list(rows[idx])
-            acc, at = _atom(xs[0]), "numpy.int64(0)"
+            acc, at = self.atom(xs[0]), "numpy.int64(0)"
             for k, x in enumerate(xs[1:], 1):
-                x = _atom(x)
+                x = self.atom(x)
                 nan = f" | (({x} != {x}) & ({acc} == {acc}))" if is_float(adt) else ""
                 better = self.assign(f"{stem}b", f"({x} {op} {acc}){nan}")
                 if k < len(xs) - 1:
@@ -591,7 +611,7 @@ class _Emitter:
                 for j in range(r):
                     terms = []
                     for k in range(q):
-                        prod = f"{_atom(A[bi + (i, k)])} * {_atom(B[bi + (k, j)])}"
+                        prod = f"{self.atom(A[bi + (i, k)])} * {self.atom(B[bi + (k, j)])}"
                         terms.append(prod if adt == bdt == dt else f"{np_dtype(dt)}({prod})")
                     if not terms:
                         elems.append(self.zero(dt))
@@ -606,7 +626,7 @@ class _Emitter:
         dt = st.dtype
         if a.ndim == 0:
             self.heading(st)
-            self.define(st, [self.assign(self.stem(st), f"{np_dtype(dt)}({a[()]})")])
+            self.define(st, [self.assign(self.stem(st), f"{np_dtype(dt)}({self.use(a[()])})")])
             return
         axis = int(st.axis) % a.ndim
         moved = np.moveaxis(a, axis, -1)
@@ -622,7 +642,7 @@ class _Emitter:
                 if x in self.zeros:
                     out[idx + (k,)] = x if prev is None else prev
                     continue
-                code = f"{np_dtype(dt)}({x})" if prev is None else f"{prev} + {_atom(x)}"
+                code = f"{np_dtype(dt)}({self.use(x)})" if prev is None else f"{prev} + {self.atom(x)}"
                 prev = out[idx + (k,)] = self.assign(stem, code)
         self.define(st, _flat(np.moveaxis(out, -1, axis)))
 
