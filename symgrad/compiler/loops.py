@@ -7,6 +7,7 @@ inside the loop it is one flat vector (``ops/loop.py``).
 """
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Callable
 
@@ -82,7 +83,9 @@ def _pack(ts: list[Tensor], dt: dtypes.DType) -> Tensor:
 def _unpack(flat: Tensor, parts: list[_Part], offset: int = 0) -> list[Tensor]:
     out, off = [], offset
     for p in parts:
-        t = flat[off:off + p.size].reshape(p.shape)
+        t = flat if off == 0 and p.size == flat.shape[0] else flat[off:off + p.size]
+        if tuple(t.shape) != p.shape:
+            t = t.reshape(p.shape)
         out.append(t.to(p.dtype) if p.dtype is not flat.dtype else t)
         off += p.size
     return out
@@ -128,6 +131,7 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
     x_leaf = leaf((sum(p.size for p in xparts),), dt) if xparts is not None else None
     i_leaf = Node(_src.leaf, (), (), (), dtypes.int64) if index else None
     ctx = _BodyContext()
+    x_in: list[Tensor] = []
     with enable_grad(), ctx:
         c_in = _unpack(Tracer.wrap(c_leaf), carry)
         c_tree = tree_unflatten(c_in, cspec)
@@ -135,7 +139,8 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
             result = fn(Tracer.wrap(i_leaf), c_tree)
             new, y = result, None
         elif kind == "scan":
-            x_tree = tree_unflatten(_unpack(Tracer.wrap(x_leaf), xparts), xspec) if xparts is not None else None
+            x_in = _unpack(Tracer.wrap(x_leaf), xparts) if xparts is not None else []
+            x_tree = tree_unflatten(x_in, xspec) if xparts is not None else None
             result = fn(c_tree, x_tree)
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError("scan: the step function must return a pair (carry, y)")
@@ -179,15 +184,61 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
             outer[n.id] = (value, leaf(n.shape, n.dtype))
         elif n.op is _src.leaf and n.id not in body_leaves:
             raise TracingError(f"{_NAMES[kind]}: the step reads a traced value of another function")
+    memo: dict[int, Node] = {}
     if outer:
-        nodes = rebuild(nodes, {i: lv for i, (_, lv) in outer.items()})
+        nodes = rebuild(nodes, {i: lv for i, (_, lv) in outer.items()}, memo)
     consts = [(t, lv) for t, lv in lifted] + [(v, lv) for v, lv in outer.values()]
     new_c = nodes[0]
     if new_c.shape != (wc,):
         new_c = reshape(new_c, (wc,))
+    display = _display(fn, kind, cspec, c_in, i_leaf, x_in, new_t, y_t, consts, memo)
     body = Body(c_leaf, x_leaf, i_leaf, tuple(lv for _, lv in consts), cast(new_c, dt),
-                cast(nodes[1], dt) if len(nodes) > 1 else None, label=f"step of {getattr(fn, '__name__', 'f')}")
+                cast(nodes[1], dt) if len(nodes) > 1 else None, label=f"step of {getattr(fn, '__name__', 'f')}",
+                display=display)
     return body, y_parts, y_spec, [v for v, _ in consts]
+
+
+def _param_names(fn: Callable, kind: str) -> tuple[str, str]:
+    """The names the step function gives its (carry, index or x) parameters."""
+    try:
+        names = [p for p in inspect.signature(fn).parameters]
+    except (TypeError, ValueError):
+        names = []
+    if kind == "fori":
+        i, c = (names + ["i", "s"])[:2] if len(names) >= 2 else ("i", "s")
+        return c, i
+    if kind == "scan":
+        c, x = (names + ["c", "x"])[:2] if len(names) >= 2 else ("c", "x")
+        return c, x
+    return (names[0] if names else "s"), ""
+
+
+def _leaf_names(base: str, spec: TreeSpec, n: int) -> list[str]:
+    if n == 1 and spec.is_leaf:
+        return [base]
+    if spec.type is dict:
+        return [str(k) for k in spec.context]
+    return [f"{base}{j}" for j in range(n)]
+
+
+def _display(fn: Callable, kind: str, cspec: TreeSpec, c_in: list[Tensor], i_leaf: Node | None, x_in: list[Tensor],
+             new_t: list[Tensor], y_t: list[Tensor], consts: list, memo: dict[int, Node]) -> dict:
+    """How formulas print the step: the carry as ``s[k]`` -> ``s[k+1]``, the step's inputs by the user's names."""
+    cname, other = _param_names(fn, kind)
+    cnames = _leaf_names(cname, cspec, len(c_in))
+    ins = [(t._node, f"{n}[k]") for t, n in zip(c_in, cnames)]
+    if i_leaf is not None:
+        ins.append((i_leaf, other))
+    ins += [(t._node, f"{other}{j if len(x_in) > 1 else ''}[k]") for j, t in enumerate(x_in)]
+    const_names = []
+    for i, (value, lv) in enumerate(consts):
+        node = value._node if isinstance(value, Tensor) and value._node is not None else None
+        name = (node.name if node is not None and node.name else None) or f"c{i}"
+        const_names.append((i, name))
+        ins.append((lv, name))
+    outs = [(f"{n}[k+1]", memo.get(_node_of(t).id, _node_of(t))) for n, t in zip(cnames, new_t)]
+    outs += [(f"y{j if len(y_t) > 1 else ''}[k]", memo.get(_node_of(t).id, _node_of(t))) for j, t in enumerate(y_t)]
+    return {"carry": cname, "ins": ins, "outs": outs, "consts": tuple(const_names), "note": ""}
 
 
 def _node_of(t: Tensor) -> Node:

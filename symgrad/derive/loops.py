@@ -26,11 +26,15 @@ def leaf(shape: tuple[int, ...], dtype: dtypes.DType) -> Node:
 
 def piece(x: Node, a: int, b: int) -> Node:
     """``x[a:b]`` of a flat vector."""
+    if a == 0 and b == x.shape[0]:
+        return x
     return apply("index", x, index=(("s", a, b, None),))
 
 
 def columns(x: Node, a: int, b: int) -> Node:
     """``x[:, a:b]`` of a matrix."""
+    if a == 0 and b == x.shape[1]:
+        return x
     return apply("index", x, index=(("s", None, None, None), ("s", a, b, None)))
 
 
@@ -60,9 +64,12 @@ def size(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-def rebuild(outs: list[Node | None], mapping: dict[int, Node]) -> list[Node | None]:
-    """``outs`` with the nodes of ``mapping`` (by id) replaced, one shared copy of what depends on them."""
-    done: dict[int, Node] = dict(mapping)
+def rebuild(outs: list[Node | None], mapping: dict[int, Node], memo: dict[int, Node] | None = None
+            ) -> list[Node | None]:
+    """``outs`` with the nodes of ``mapping`` (by id) replaced, one shared copy of what depends on them
+    (``memo``, when given, receives every node's copy by the original's id)."""
+    done: dict[int, Node] = memo if memo is not None else {}
+    done.update(mapping)
     roots = [o for o in outs if o is not None]
     for n in toposort(roots, stop=lambda m: m.id in mapping):
         if n.id in done:
@@ -125,7 +132,8 @@ def adjoint_body(body: Body, need_x: bool, need_p: tuple[bool, ...]) -> Body:
         mapping[body.x.id] = piece(xa, wc, wc + wx)
     if idx is not None:
         mapping[body.index.id] = idx
-    new_c, y = rebuild([body.new_carry, body.y], mapping)
+    memo: dict[int, Node] = {}
+    new_c, y = rebuild([body.new_carry, body.y], mapping, memo)
     lam = piece(ca, 0, wc)
     roots, seeds = [new_c], [lam]
     if y is not None:
@@ -142,10 +150,35 @@ def adjoint_body(body: Body, need_x: bool, need_p: tuple[bool, ...]) -> Body:
         new_carry = cat([lam_prev, add(piece(ca, wc, wc + wp), flat)], 0, dt)
     else:
         new_carry = lam_prev
-    adj = Body(ca, xa, idx, consts, new_carry, xbar, label=f"adjoint of {body.label}")
+    adj = Body(ca, xa, idx, consts, new_carry, xbar, label=f"adjoint of {body.label}",
+               display=_adjoint_display(body, memo, mapping, lam, lam_prev, pbars, need_p, consts))
     adj.memo["primal"] = body
     body.memo[key] = adj
     return adj
+
+
+def _adjoint_display(body: Body, memo: dict, mapping: dict, lam: Node, lam_prev: Node, pbars: list[Node],
+                     need_p: tuple[bool, ...], consts: tuple[Node, ...]) -> dict | None:
+    """How the adjoint step prints: ``λ[k]`` from ``λ[k+1]`` and the stored carry ``s[k]``, and each closed-over
+    value's running cotangent."""
+    if body.display is None:
+        return None
+    d = body.display
+    carry = d["carry"]
+    ins = [(memo.get(n.id, mapping.get(n.id, n)), name) for n, name in d["ins"]]
+    ins.append((lam, f"λ_{carry}[k+1]"))
+    const_names = dict(d.get("consts", ()))
+    outs = [(f"λ_{carry}[k]", lam_prev)]
+    k = 0
+    for i, need in enumerate(need_p):
+        if need:
+            name = const_names.get(i, f"c{i}")
+            outs.append((f"d{name}[k]", pbars[k]))
+            k += 1
+    names = dict(const_names)
+    return {"carry": f"λ_{carry}", "ins": ins + [(q, names.get(i, f"c{i}")) for i, q in enumerate(consts)],
+            "outs": outs, "consts": d.get("consts", ()), "note": "backwards, from the last step to the first; "
+            "the gradient with respect to a closed-over value c is the sum over the steps of dc[k]"}
 
 
 def scan_vjp(node: Node, g: Node) -> tuple[Node | None, ...]:

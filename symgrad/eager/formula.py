@@ -41,6 +41,27 @@ class ConstSymbol(sp.Symbol):
         return prettyForm(f"const({self.name})")
 
 
+# ---------------------------------------------------------------------- notebook display
+
+def _math(tex: str) -> str:
+    """LaTeX for a notebook, as SymPy shows expressions: inline math in display style."""
+    return f"$\\displaystyle {tex}$"
+
+
+def _tex_name(name: str) -> str:
+    """A name in LaTeX: as written if plain letters and digits (``w2``), else as SymPy prints the symbol
+    (``learning_rate``: no double subscript); ``f`` for a lambda."""
+    if not name.isidentifier():
+        name = "f"
+    return name if name.isalnum() else sp.latex(sp.Symbol(name))
+
+
+def _kind(n: Node) -> str:
+    """``float64[3, 4]`` (``float64`` for a 0-d value): a node's dtype and shape for a signature."""
+    name = np.dtype(n.dtype.np).name if hasattr(n.dtype, "np") else str(n.dtype)
+    return name + (f"[{', '.join(map(str, n.shape))}]" if n.shape else "")
+
+
 # ---------------------------------------------------------------------- the result object
 
 @dataclass
@@ -77,7 +98,7 @@ class Formula:
         return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
 
     def _repr_latex_(self) -> str:
-        return f"$${self.latex()}$$"
+        return _math(self.latex())
 
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, Formula):
@@ -327,6 +348,40 @@ def _nonscalar_seed(n: Node) -> Any:
     return np.ones(n.shape) * np.nan  # a symbolic weight ``v``: the value is never used
 
 
+def loop_recurrences(roots: Sequence[Node]) -> list[tuple[str, list[tuple[str, Formula]]]]:
+    """The step of every loop (``scan`` node) under ``roots`` as recurrences in the user's names, loops inside
+    steps included: ``s[k+1] = ...`` for a step, ``λ_s[k] = ...`` for its adjoint (reverse mode)."""
+    out: list[tuple[str, list[tuple[str, Formula]]]] = []
+    seen: set[int] = set()
+    queue = [n for n in toposort(roots) if n.op.name == "scan"]
+    while queue:
+        node = queue.pop(0)
+        body = node.attr("body")
+        if body.derived is not None and body.derived[0] == "history":
+            body = body.derived[1]
+        if id(body) in seen:
+            continue
+        seen.add(id(body))
+        inner = [n for n in toposort(body.outputs()) if n.op.name == "scan"]
+        queue += inner
+        d = body.display
+        if d is None:
+            continue
+        namer = _Namer({})
+        disp = _Display(namer, [n for _, n in d["outs"]])
+        for n, name in d["ins"]:
+            sym = sp.Symbol(name, real=True)
+            namer.symbols[name] = sym
+            disp.exprs[n.id] = sym
+        rows = [(lhs, Formula(display_simplify(disp.of(n)), [], namer.symbols)) for lhs, n in d["outs"]]
+        if disp.definitions and rows:
+            rows[0][1].definitions = list(disp.definitions)
+        steps = node.attr("length")
+        title = f"{body.label} ({steps} steps{', ' + d['note'] if d['note'] else ''})"
+        out.append((title, rows))
+    return out
+
+
 class CompiledFormulas:
     """The forward formula of a compiled function and its gradient with respect to each argument."""
 
@@ -344,6 +399,13 @@ class CompiledFormulas:
         self.extra = [(label, tex, Formula(display_simplify(d.of(n)), [], namer.symbols)) for label, tex, n in extra]
         self.definitions = list(d.definitions)
         self.forward.definitions = self.definitions
+        #: the loops' steps as recurrences: (title, [(left-hand side, formula)]), the step then its adjoint
+        self.loops = loop_recurrences([out, *grads])
+        leaves = {n.name: n for n in toposort([out, *grads, *(n for _, _, n in extra)])
+                  if n.op is _src.leaf and n.name is not None}
+        #: (parameter, ``float64[3]``) per parameter the formulas read, and the result's kind
+        self.signature = [(p, _kind(leaves[p])) for p in self.params if p in leaves]
+        self.result = _kind(out)
 
     def __str__(self) -> str:
         lines = [f"{self.name}({', '.join(self.params)}) = {self.forward}"]
@@ -351,14 +413,37 @@ class CompiledFormulas:
             lines.append(f"d{self.name}/d{w} = {f}")
         for label, _, f in self.extra:
             lines.append(f"{label} = {f}")
+        for title, rows in self.loops:
+            lines.append(f"{title}:")
+            for lhs, f in rows:
+                lines += [f"    {s} = {StrPrinter().doprint(e)}" for s, e in f.definitions]
+                lines.append(f"  {lhs} = {StrPrinter().doprint(f.expr)}")
         return "\n".join(lines)
 
     __repr__ = __str__
 
     def latex(self) -> str:
-        rows = [f"{self.name}({', '.join(self.params)}) &= {self.forward.latex()}"]
+        name = _tex_name(self.name)
+        params = ", ".join(_tex_name(p) for p in self.params)
+        rows = [f"{name}({params}) &= {self.forward.latex()}"]
         for w, f in self.gradients.items():
-            rows.append(rf"\frac{{\partial {self.name}}}{{\partial {w}}} &= {f.latex()}")
+            rows.append(rf"\frac{{\partial {name}}}{{\partial {_tex_name(w)}}} &= {f.latex()}")
         for _, tex, f in self.extra:
             rows.append(rf"{tex} &= {f.latex()}")
+        for title, loop_rows in self.loops:
+            rows.append(rf"&\text{{{title}:}}")
+            for lhs, f in loop_rows:
+                rows += [f"{sp.latex(d)} &= {sp.latex(e)}" for d, e in f.definitions]
+                rows.append(f"{sp.latex(sp.Symbol(lhs))} &= {sp.latex(f.expr)}")
+            rows = [r.replace("λ", r"\lambda") for r in rows]
         return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
+
+    def signature_text(self) -> str:
+        """``w2(x: float64[1000], y: float64[1000]) -> float64``: the signature the formulas were derived at."""
+        return f"{self.name}({', '.join(f'{p}: {k}' for p, k in self.signature)}) -> {self.result}"
+
+    def _repr_latex_(self) -> str:
+        return _math(self.latex())
+
+    def _repr_markdown_(self) -> str:
+        return f"`{self.signature_text()}`\n\n$$\n{self.latex()}\n$$"

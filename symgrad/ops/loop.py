@@ -48,6 +48,7 @@ class Body:
     derived: tuple[str, Body] | None = None
     names: tuple[tuple[str, Shape], ...] = ()
     label: str = "step"
+    display: dict | None = None     # how formulas print the step: ``{"carry", "ins", "outs", "consts", "note"}``
     memo: dict = field(default_factory=dict, repr=False)   # derived bodies, by what derives them
 
     @property

@@ -287,3 +287,14 @@ def test_checkpointed_scan_equals_torch(reverse):
     _close(v, value)
     for a, b in zip(g, grads):
         _close(a, b)
+
+
+def test_formulas_print_the_step_and_its_adjoint_as_recurrences():
+    f = sg.value_and_grad(lambda p, s0: (sg.fori_loop(0, 30, lambda i, s: s + H * p * sg.sin(s), s0) ** 2).sum())
+    text = str(f.formulas(np.array([0.5, 1.0]), np.array([1.0, 2.0])))
+    assert "s[k+1] = " in text and "λ_s[k] = " in text and "dp[k] = " in text
+    assert "30 steps" in text and "backwards" in text
+    step = text.split("s[k+1] = ")[1].splitlines()[0]
+    assert "sin(s[k])" in step and "p" in step
+    tex = f.formulas(np.array([0.5, 1.0]), np.array([1.0, 2.0])).latex()
+    assert r"\lambda" in tex or "λ" in tex
