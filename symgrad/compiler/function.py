@@ -27,6 +27,7 @@ from ..kernels.program import Program
 from ..ops import A, apply
 from ..ops import source as _src
 from ..ops.compiled import compiled_call, compiled_grad
+from .notebook import markdown as _notebook_markdown
 from .tracing import Signature, Tracer, _as_node, _const_tracer, gradient_nodes, leaf, trace, trace_signature
 
 log = logging.getLogger("symgrad")
@@ -197,6 +198,8 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<symgrad.{self.mode} of {getattr(self.fn, '__name__', self.fn)}>"
+
+    _repr_markdown_ = _notebook_markdown    # notebooks: its signatures, their kernels, the last one's formulas
 
     # ------------------------------------------------------------------ tracing
     def _name(self, i: int) -> str:

@@ -247,6 +247,13 @@ class TensorBase:
 
     __str__ = __repr__
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """IPython and Jupyter show the repr (torch's text), line by line so it nests in containers."""
+        for i, line in enumerate(repr(self).splitlines()):
+            if i:
+                p.break_()
+            p.text(line)
+
 
 _WARNED_SCALAR = False
 
