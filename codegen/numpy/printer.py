@@ -100,6 +100,11 @@ class KernelPrinter(NumPyPrinter):
         if e == 2 and not base.is_Number:
             b = self.parenthesize(base, 1000)
             return f"({b}*{b})" if base.is_Symbol else f"{b}**2"
+        if e.is_Number and not base.is_Number and float(e) in (3.0, -2.0, 0.5, -0.5):
+            # torch's pow specialisations: x*x*x, 1/(x*x), sqrt, 1/sqrt (numpy's power rounds otherwise)
+            b = self.parenthesize(base, 1000)
+            return {3.0: f"({b}*{b}*{b})" if base.is_Symbol else f"{b}**3", -2.0: f"(1.0/{b}**2)",
+                    0.5: f"numpy.sqrt({self._print(base)})", -0.5: f"(1.0/numpy.sqrt({self._print(base)}))"}[float(e)]
         return super()._print_Pow(expr, rational)
 
 

@@ -90,6 +90,13 @@ def _quiet(f: Any) -> Any:
 def _pow_eval(a: np.ndarray, exponent: float) -> np.ndarray:
     if isinstance(exponent, int) and exponent < 0 and a.dtype.kind in "iub":
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if a.dtype.kind == "f":  # torch's specialisations (numpy's power rounds x**3, x**-2, x**-0.5 otherwise)
+        if exponent == 3:
+            return a * a * a
+        if exponent == -2:
+            return 1 / (a * a)
+        if exponent == -0.5:
+            return 1 / np.sqrt(a)
     return np.power(a, exponent)
 
 
