@@ -680,20 +680,17 @@ class LightKernel:
                 "signatures linked>")
 
     # ------------------------------------------------------------------ calls
-    def __call__(self, *args: Any) -> Any:
-        try:
-            fn = self._table.get(tuple([_fast_key(a) for a in args]))
-        except TypeError:                     # an unhashable dtype or argument
-            fn = None
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = None if kwargs else self._table.get(tuple([_fast_key(a) for a in args]))
         if fn is None:
-            return self._slow(args)
+            return self._slow(args, kwargs)
         return fn(*args)
 
-    def _slow(self, args: tuple) -> Any:
+    def _slow(self, args: tuple, kwargs: dict) -> Any:
         key = tuple(arg_key(a) for a in args)
-        fn = self._entry_fn(key) if None not in key else None
+        fn = self._entry_fn(key) if None not in key and not kwargs else None
         if fn is None:
-            return self.dispatcher(*args)
+            return self.dispatcher(*args, **kwargs)
         return fn(*args)
 
     def _entry_fn(self, key: tuple) -> Callable | None:

@@ -3,6 +3,7 @@
 differentiate and print like the rest)."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,7 +16,13 @@ from ..ops import A
 
 __all__ = ["linear", "dropout", "normalize", "cosine_similarity", "pad", "one_hot"]
 
-_ADD = A[0] + A[1]
+
+
+@functools.cache
+def _add() -> Any:
+    """``A[0] + A[1]``, built on first use: SymPy's first ``Add`` imports ``sympy.tensor`` (25 ms), which a
+    program that never differentiates need not pay at ``import symgrad``."""
+    return A[0] + A[1]
 
 
 def _need(name: str, arg: str, x: Any) -> None:
@@ -31,7 +38,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return out
     fn = "AddmmBackward0" if input.ndim == 2 else "ViewBackward0"
     if out.is_floating_point() and isinstance(bias, Tensor) and bias.is_floating_point():
-        return _fused(_ADD, out, bias, fn=fn)  # one recorded node: the sum, under torch's name
+        return _fused(_add(), out, bias, fn=fn)  # one recorded node: the sum, under torch's name
     return _named(out + bias, fn)
 
 

@@ -8,6 +8,7 @@ target may be an argument of a compiled function; its values are checked only wh
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -74,7 +75,10 @@ def _weighted(loss: Tensor, weight: Tensor | None, reduction: str, fn: str, mean
 
 
 #: built once: SymPy arithmetic costs microseconds a call
-_SQUARED_ERROR = (A[0] - A[1]) ** 2
+@functools.cache
+def _squared_error() -> Any:
+    """``(A[0] - A[1])**2``, built on first use (SymPy's first ``Add`` imports ``sympy.tensor``: not at import)."""
+    return (A[0] - A[1]) ** 2
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
@@ -83,7 +87,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     reduction = _legacy(size_average, reduce, reduction)
     _check_reduction(reduction)
     input, target = _pair(input, target)
-    loss = _fused(_SQUARED_ERROR, input, target, fn="MseLossBackward0" if weight is None else "")
+    loss = _fused(_squared_error(), input, target, fn="MseLossBackward0" if weight is None else "")
     return _weighted(loss, weight, reduction, "MseLossBackward0", True)
 
 
