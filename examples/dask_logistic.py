@@ -33,9 +33,9 @@ def objective(p, X, y):
 
 
 def synthetic(rows: int, features: int, chunk: int, seed: int = 0) -> tuple[da.Array, da.Array, np.ndarray]:
-    """Lazily generated features (standard normal), labels drawn from a known logistic model, and its weights."""
+    """Lazily generated features (uniform on [-1, 1]), labels drawn from a known logistic model, and its weights."""
     truth = np.random.default_rng(seed).normal(0.0, 1.0, features + 1)
-    X = da.random.default_rng(seed + 1).standard_normal((rows, features), chunks=(chunk, features))
+    X = da.random.default_rng(seed + 1).uniform(-1.0, 1.0, (rows, features), chunks=(chunk, features))
     u = da.random.default_rng(seed + 2).random(rows, chunks=chunk)
     y = (u < 1 / (1 + da.exp(-(X @ truth[:-1] + truth[-1])))).astype(np.float64)
     return X, y, truth

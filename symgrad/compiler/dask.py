@@ -133,7 +133,7 @@ def run(cf: CompiledFunction, args: Sequence[Any], out: Any = None) -> Any:
         raise NotImplementedError("sg.Tensor arguments that require grad together with Dask arrays: pass arrays")
     data, rows = _data_arguments(args, da)
     if isinstance(cf, DerivativeFunction) and cf.sparse:
-        return _sparse(cf, args, data)
+        return _sparse(cf, args, data, rows[0])
     kinds = []
     for i, a in enumerate(args):
         if i in data:
@@ -151,7 +151,7 @@ def run(cf: CompiledFunction, args: Sequence[Any], out: Any = None) -> Any:
     return plan.call(params, [data[i] for i in sorted(data)], rows, out)
 
 
-def _sparse(cf: DerivativeFunction, args: Sequence[Any], data: dict[int, Any]) -> Any:
+def _sparse(cf: DerivativeFunction, args: Sequence[Any], data: dict[int, Any], first: int) -> Any:
     """``sg.hessian`` / ``sg.jacobian`` with ``sparse=True``: the dense result over the chunks, kept in the
     structural pattern. Every row has the same structure (nothing row-wise depends on the row's position), so the
     pattern is that of a trace with a few rows."""
@@ -170,7 +170,7 @@ def _sparse(cf: DerivativeFunction, args: Sequence[Any], data: dict[int, Any]) -
             not cf._single and isinstance(res[0], tuple)) else [res]
         grid = [[o] if cf._single else list(o) for o in outs]
     full = np.block([[np.asarray(b).reshape(-1, sizes[k]) for k, b in enumerate(row)] for row in grid])
-    few = min(sum(a.chunks[0][0] for a in data.values()) // len(data), 7)
+    few = min(first, 7)
     small = [np.zeros((few,) + tuple(a.shape[1:]), dtype=a.dtype) if i in data else a for i, a in enumerate(args)]
     p = cf.sparsity(*small).tocsr()
     rows = np.repeat(np.arange(p.shape[0]), np.diff(p.indptr))
