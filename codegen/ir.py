@@ -203,14 +203,15 @@ class Scan(Statement):
     ``body`` reads the groups ``carry`` (the flat carry, ``carry_width`` elements), ``row`` (row ``k`` of ``xs``),
     ``step`` (the 0-d int64 ``start + k``) and ``const`` (``consts``, in order), and returns the new carry and, when
     ``y_width``, the step's flat output. ``target`` is flat: the final carry, then the outputs stacked by step
-    (``length × y_width``, row ``k`` from step ``k`` in either direction)."""
+    (``length × y_width``, row ``k`` from step ``k`` in either direction). A while loop has ``length`` None and
+    a ``cond`` kernel (same groups, one 0-d bool output): the loop runs while it holds, without outputs."""
 
     target: str
     body: Kernel
     init: str
     xs: str | None
     consts: tuple[str, ...]
-    length: int
+    length: int | None
     reverse: bool
     start: int
     carry_width: int
@@ -218,6 +219,7 @@ class Scan(Statement):
     shape: Shape
     dtype: str
     note: str = ""
+    cond: Kernel | None = None
 
 
 Stmt = (Elementwise | Reduce | Reshape | Broadcast | Transpose | Index | IndexAdd | MatMul | ArgReduce | CumSum

@@ -418,7 +418,8 @@ def torch_sum(a: np.ndarray, axis: int | Sequence[int] | None = None, keepdims: 
     if a.dtype.type not in _FLOATS:
         dt = np.int64 if a.dtype.kind in "biu" else None
         return np.asarray(np.sum(a, axis=axis, keepdims=keepdims, dtype=dt))
-    return _reduce(a, axis, keepdims, np.add)
+    with np.errstate(all="ignore"):  # inf - inf and overflow are quiet, as in torch
+        return _reduce(a, axis, keepdims, np.add)
 
 
 def torch_mean(a: np.ndarray, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> np.ndarray:

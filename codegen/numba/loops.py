@@ -34,9 +34,10 @@ def _render_scan(em: Any, op: Any, out: list[str], ind: int) -> None:
     out.append(f"{'    ' * ind}{op.val.arr} = {name}({', '.join(srcs)})")
 
 
-def _step_args(st: ir.Scan, c: str, x: str, k: str) -> list[str]:
+def _step_args(kernel: ir.Scan | ir.Kernel, c: str, x: str, k: str) -> list[str]:
     by_group = {"carry": c, "row": x, "step": k}
-    return [by_group[q.group] if q.group != "const" else f"p{q.index}" for q in st.body.params]
+    body = kernel.body if isinstance(kernel, ir.Scan) else kernel
+    return [by_group[q.group] if q.group != "const" else f"p{q.index}" for q in body.params]
 
 
 def _scalar_ok(body: ir.Kernel) -> bool:
@@ -54,9 +55,10 @@ def loop_function(st: ir.Scan, name: str, emit_body: Callable[[ir.Kernel], str])
     dt = np_dtype(st.dtype)
     steps = f"range({st.length} - 1, -1, -1)" if st.reverse else f"range({st.length})"
     wc, wy = st.carry_width, st.y_width
-    total = wc + st.length * wy
-    head = [f"def {name}({', '.join(params)}):", f'    """the loop of {st.target}: {st.length} steps"""']
-    if _scalar_ok(st.body):
+    total = wc + (st.length or 0) * wy
+    what = f"{st.length} steps" if st.cond is None else "while its condition holds"
+    head = [f"def {name}({', '.join(params)}):", f'    """the loop of {st.target}: {what}"""']
+    if _scalar_ok(st.body) and (st.cond is None or _scalar_ok(st.cond)):
         return _scalar_loop(st, name, head, steps, dt, total)
     step = f"_{name}_step"
     src = emit_body(st.body)
@@ -68,6 +70,11 @@ def loop_function(st: ir.Scan, name: str, emit_body: Callable[[ir.Kernel], str])
              f"    for j in range({wc}):",
              "        c[j] = init[j]",
              f"    for k in {steps}:"]
+    if st.cond is not None:
+        steps_cond = f"_{name}_cond"
+        lines[0] += f"\n{steps_cond} = _load_kernel({emit_body(st.cond)!r}, {st.cond.name!r}, prefix='numba')[0]"
+        test = f"{steps_cond}({', '.join(_step_args(st.cond, 'c', 'None', '0'))})[0]"
+        lines[-1] = f"    while {test}:"
     x = "xs[k]" if st.xs is not None else "None"
     lines.append(f"        r = {step}({', '.join(_step_args(st, 'c', x, f'numpy.int64({st.start} + k)'))})")
     lines.append("        c = r[0]")
@@ -95,7 +102,8 @@ def _scalar_loop(st: ir.Scan, name: str, head: list[str], steps: str, dt: str, t
     carry = [fresh("carry") for _ in range(wc)]
     pre: list[str] = [f"    {c} = {dt}(init[{j}])" for j, c in enumerate(carry)]
     inputs: dict[str, list[str]] = {}
-    for q in st.body.params:
+    params = {q.name: q for q in (*st.body.params, *(st.cond.params if st.cond is not None else ()))}
+    for q in params.values():
         n = math.prod(q.shape)
         if q.group == "carry":
             inputs[q.name] = carry
@@ -113,7 +121,15 @@ def _scalar_loop(st: ir.Scan, name: str, head: list[str], steps: str, dt: str, t
             inputs[q.name] = names
     lines, outs = scalar.scalar_lines(st.body, inputs, fresh)
     new_c = outs[0]
-    loop = [f"    for k in {steps}:"] + [f"        {line}" for line in lines]
+    if st.cond is None:
+        loop = [f"    for k in {steps}:"]
+        select = lines
+    else:
+        cond_lines, (test,) = scalar.scalar_lines(st.cond, inputs, fresh)
+        loop = ["    while True:", *(f"        {line}" for line in cond_lines), f"        if not {test[0]}:",
+                "            break"]
+        select = lines + cond_lines
+    loop += [f"        {line}" for line in lines]
     if wy:
         loop += [f"        out[{wc} + k * {wy} + {j}] = {e}" for j, e in enumerate(outs[1])]
     loop.append(f"        {', '.join(carry)}{',' if wc == 1 else ''} = {', '.join(f'{dt}({e})' for e in new_c)}"
@@ -122,6 +138,6 @@ def _scalar_loop(st: ir.Scan, name: str, head: list[str], steps: str, dt: str, t
     body += loop
     body += [f"    out[{j}] = {c}" for j, c in enumerate(carry)]
     body.append("    return out")
-    prelude = scalar.PRELUDE if any(scalar.SELECT in line for line in lines) else ""
+    prelude = scalar.PRELUDE if any(scalar.SELECT in line for line in select) else ""
     return prelude + "\n" + "\n".join(body) + "\n"
 

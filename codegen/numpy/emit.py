@@ -2,21 +2,44 @@
 
 Each statement type prints through the table ``EMIT`` (one line of numpy per statement, a few for
 ``Elementwise`` with common subexpressions and for ``IndexAdd``); a type it has no entry for raises
-``ir.Unsupported``.
+``ir.Unsupported``. ``EMIT`` alone prints each statement on its own terms; ``emit_numpy`` first plans the
+whole kernel (``_Plan``) so that the code does no more than numpy written by hand:
+
+* a value with one element that is only broadcast (or reshaped) to feed elementwise statements is not
+  broadcast: numpy broadcasts it in place, and a broadcast one (a seed) is no factor at all;
+* products take their one-element factors first (``KernelPrinter.scalars``): ``6*t5*t0`` is one pass;
+* a statement whose dtype numpy's own promotion already gives (float operands of that dtype, weak
+  Python literals, dtype-keeping ufuncs) skips ``numpy.asarray(..., dtype)``; a 0-d value read only by
+  elementwise code (a count, ``1/n``) is a numpy scalar, not a 0-d array; counts are literals;
+* float64 sums and means call ``numpy.add.reduce`` without ``numpy.sum``'s Python wrapper;
+* an add of single-use ``IndexAdd`` results (the adjoints of slices) is one zero buffer with each
+  region written or added into it;
+* a run of elementwise statements of at least ``CHUNKED_MIN`` elements, with the float64 sums over
+  all their elements and the regions written from them, is one loop over chunks of the leading axis
+  (``CHUNK_BYTES`` per temporary): the temporaries stay in cache, and only values read after the run
+  (or returned) are full arrays. Each statement keeps its comment line, inside the loop.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+import numpy
 import sympy as sp
 
 from .. import ir
-from ..cse import has_ops, tree_cse
-from ..names import comment
+from ..cse import has_ops, rebuild, tree_cse
+from ..names import comment, fresh
 from .loops import emit_scan
 from .printer import KernelPrinter
+
+#: bytes of one chunk of a chunked pass, per temporary: within L2, and at numpy's threshold for reusing
+#: temporaries in place (256 KiB), so ``a*b + c`` inside a chunk allocates once
+CHUNK_BYTES = 1 << 18
+#: the fewest elements of a statement that starts a chunked pass (four chunks of float64 at least)
+CHUNKED_MIN = 1 << 17
 
 
 @dataclass
@@ -25,6 +48,7 @@ class _Context:
 
     printer: KernelPrinter
     counter: list[int] = field(default_factory=lambda: [0])   # ``c`` temporaries made so far
+    plan: _Plan | None = None                                  # the kernel's plan (``emit_numpy``), if any
     torch_order: bool = False    # eager programs: float sums, products, scans in torch's order (codegen.runtime)
 
 
@@ -60,17 +84,38 @@ def _cse(stmt: ir.Elementwise, counter: list[int]) -> list[tuple[str, sp.Expr]]:
     return [(str(s), e) for s, e in reps] + [(stmt.target, reduced)]
 
 
-def _elementwise(st: ir.Elementwise, ctx: _Context) -> list[str]:
+def _elementwise(st: ir.Elementwise, ctx: _Context, name: str | None = None) -> list[str]:
+    """The lines of ``st``; ``name``: the variable its value goes to (default its target)."""
     lines = []
-    for name, e in _cse(st, ctx.counter):
+    for temp, e in _cse(st, ctx.counter):
         code = ctx.printer.doprint(e)
-        if name == st.target:
-            # the statement's value has its shape and dtype, whatever numpy's promotion makes of
-            # the expression: constants fill the shape, casts (``to``) and 0-d inputs convert
-            code = (f"numpy.full({st.shape!r}, {code}, dtype=numpy.{st.dtype})" if not e.free_symbols
-                    else f"numpy.asarray({code}, dtype=numpy.{st.dtype})")
-        lines.append(f"    {name} = {code}")
+        if temp != st.target:
+            if ctx.plan is not None:
+                ctx.plan.temp(temp, e, ctx.printer)
+            lines.append(f"    {temp} = {code}")
+            continue
+        lines.append(f"    {name or temp} = {_value(st, e, code, ctx, name)}")
     return lines
+
+
+def _value(st: ir.Elementwise, e: sp.Expr, code: str, ctx: _Context, name: str | None = None) -> str:
+    """The code of ``st``'s value from the code of its (reduced) expression ``e``."""
+    plan = ctx.plan
+    if not (_symbols(e, plan.memo) if plan is not None else e.free_symbols):
+        if plan is not None and st.target in plan.shrunk:   # a constant only elementwise code reads
+            return f"numpy.{st.dtype}({code})"
+        return f"numpy.full({st.shape!r}, {code}, dtype=numpy.{st.dtype})"
+    if plan is not None:
+        if e.is_Symbol and st.target in plan.outputs and name is None:
+            return f"numpy.array({code}, dtype=numpy.{st.dtype})"   # a result is never an argument's array
+        scalar = plan.scalar_ok(st.target)
+        if plan.keeps_dtype(st, e) and e.args and (st.shape != () or scalar):
+            return code            # numpy's promotion gives the dtype, and the value is a new array
+        if st.shape == () and scalar and st.dtype != "bool":
+            return f"numpy.{st.dtype}({code})"
+    # the statement's value has its shape and dtype, whatever numpy's promotion makes of the
+    # expression: casts (``to``) and 0-d inputs convert
+    return f"numpy.asarray({code}, dtype=numpy.{st.dtype})"
 
 
 def _reduce(st: ir.Reduce, ctx: _Context) -> list[str]:
@@ -79,12 +124,38 @@ def _reduce(st: ir.Reduce, ctx: _Context) -> list[str]:
     return [f"    {st.target} = {_REDUCTIONS[st.kind]}({st.arg}, axis={st.axes!r}, keepdims={st.keepdims})"]
 
 
+def _plain_reduce(st: ir.Reduce, ctx: _Context) -> bool:
+    """Whether ``_reduce`` prints ``st`` as numpy's own reduction (so its order is numpy's, and a float64
+    sum may be ``numpy.add.reduce`` or chunk partial sums): not where a runtime helper takes it."""
+    return _reduce(st, ctx) == [f"    {st.target} = {_REDUCTIONS[st.kind]}({st.arg}, axis={st.axes!r}, "
+                                f"keepdims={st.keepdims})"]
+
+
+def _planned_reduce(st: ir.Reduce, ctx: _Context) -> list[str]:
+    plan = ctx.plan
+    if (plan is not None and st.kind in ("sum", "mean") and st.dtype == "float64"
+            and plan.dtype.get(st.arg) == "float64" and _plain_reduce(st, ctx)):
+        code = f"numpy.add.reduce({st.arg}, axis={st.axes!r}, keepdims={st.keepdims})"
+        if st.kind == "mean":    # numpy.mean: the sum over the count, divided in float64
+            code += f" / {math.prod(plan.shape[st.arg][a] for a in st.axes)}"
+        return [f"    {st.target} = {code}"]
+    return _reduce(st, ctx)
+
+
 def _size(st: ir.Size, ctx: _Context) -> list[str]:
+    plan = ctx.plan
+    if plan is not None and st.arg in plan.shape:   # shapes are the kernel's: the count is a literal
+        count = math.prod(plan.shape[st.arg][d] for d in st.axes)
+        if plan.scalar_ok(st.target) and st.dtype != "bool":
+            return [f"    {st.target} = numpy.{st.dtype}({count})"]
+        return [f"    {st.target} = numpy.asarray({count}, dtype=numpy.{st.dtype})"]
     count = " * ".join(f"{st.arg}.shape[{d}]" for d in st.axes) or "1"
     return [f"    {st.target} = numpy.asarray({count}, dtype=numpy.{st.dtype})"]
 
 
 def _index(st: ir.Index, ctx: _Context) -> list[str]:
+    if any(e[0] != "i" for e in st.index):   # a slice, new axis, ellipsis or array in it: an array already
+        return [f"    {st.target} = {st.arg}[{index_source(st.index)}]"]
     return [f"    {st.target} = numpy.asarray({st.arg}[{index_source(st.index)}])"]
 
 
@@ -113,6 +184,18 @@ def _index_add(st: ir.IndexAdd, ctx: _Context) -> list[str]:
     return lines
 
 
+def _scatter_sum(target: str, shape: tuple, dtype: str, terms: list[ir.IndexAdd]) -> list[str]:
+    """``target`` = the sum of the ``IndexAdd`` results ``terms``: one zero buffer, each region written
+    (the first) or added into it (``numpy.add.at`` for integer-array indices, whose repeats accumulate)."""
+    lines = [f"    {target} = numpy.zeros({shape!r}, dtype=numpy.{dtype})"]
+    for k, t in enumerate(terms):
+        if any(e[0] == "a" for e in t.index):
+            lines.append(f"    numpy.add.at({target}, ({index_source(t.index, as_tuple=True)}), {t.arg})")
+        else:
+            lines.append(f"    {target}[{index_source(t.index)}] {'+=' if k else '='} {t.arg}")
+    return lines
+
+
 def _line(template: str) -> Callable[[Any, _Context], list[str]]:
     """The emission of a statement that is one line: ``template`` formatted with the statement ``st``."""
     return lambda st, ctx: ["    " + template.format(st=st)]
@@ -122,9 +205,9 @@ def _line(template: str) -> Callable[[Any, _Context], list[str]]:
 EMIT: dict[type, Callable[[Any, _Context], list[str]]] = {
     ir.Elementwise: _elementwise,
     ir.Reduce: _reduce,
-    ir.Reshape: _line("{st.target} = numpy.reshape({st.arg}, {st.shape!r})"),
+    ir.Reshape: _line("{st.target} = {st.arg}.reshape({st.shape!r})"),
     ir.Broadcast: _line("{st.target} = numpy.broadcast_to({st.arg}, {st.shape!r})"),
-    ir.Transpose: _line("{st.target} = numpy.transpose({st.arg}, {st.axes!r})"),
+    ir.Transpose: _line("{st.target} = {st.arg}.transpose({st.axes!r})"),
     ir.Size: _size,
     ir.MatMul: _line("{st.target} = numpy.matmul({st.a}, {st.b})"),
     ir.Index: _index,
@@ -137,22 +220,580 @@ EMIT: dict[type, Callable[[Any, _Context], list[str]]] = {
 }
 
 
+# ---------------------------------------------------------------------------------------------- the plan
+
+WEAK = "weak"                       # the dtype of a Python literal: it takes the other operand's
+_FLOATS = ("float32", "float64")
+#: statement types that take a numpy scalar where a 0-d array would do
+_SCALAR_SAFE = (ir.Elementwise, ir.Reshape, ir.Broadcast, ir.Size, ir.Reduce)
+_UFUNCS: dict[tuple, str | None] = {}
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _strings(v, out)
+
+
+def _symbols(e: sp.Basic, memo: dict) -> frozenset[str]:
+    """The names of ``e``'s free symbols (``free_symbols`` without walking a shared subtree twice)."""
+    r = memo.get(e)
+    if r is None:
+        if e.is_Symbol:
+            r = frozenset((e.name,))
+        else:
+            r = frozenset().union(*(_symbols(a, memo) for a in e.args)) if e.args else frozenset()
+        memo[e] = r
+    return r
+
+
+def _reads(st: Any, names: dict, memo: dict | None = None) -> list[str]:
+    """The names ``st`` reads: an expression's free symbols, else every string among its operands that is
+    a name of the kernel (so a statement type added later is read conservatively)."""
+    if isinstance(st, ir.Elementwise):
+        return sorted(n for n in _symbols(st.expr, {} if memo is None else memo) if n in names)
+    found: list[str] = []
+    for f in fields(st):
+        if f.name not in ("target", "shape", "dtype", "note"):
+            _strings(getattr(st, f.name), found)
+    return [n for n in dict.fromkeys(found) if n in names and n != st.target]
+
+
+def _bshape(shapes: list[tuple]) -> tuple | None:
+    try:
+        return tuple(numpy.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+def _combine(kinds: list[str | None]) -> str | None:
+    """The dtype numpy gives an arithmetic of operands of these dtypes, where it is one float dtype."""
+    if None in kinds:
+        return None
+    strong = set(kinds) - {WEAK}
+    if not strong:
+        return WEAK
+    return strong.pop() if len(strong) == 1 and next(iter(strong)) in _FLOATS else None
+
+
+def _ufunc(e: sp.Expr, printer: KernelPrinter) -> str | None:
+    """The numpy ufunc an application prints as, where it maps each float dtype to itself."""
+    key = (e.func, len(e.args))
+    if key not in _UFUNCS:
+        _UFUNCS[key] = None
+        try:
+            code = KernelPrinter().doprint(e.func(*sp.symbols(f"a0:{len(e.args)}", real=True)))
+        except Exception:  # noqa: BLE001 - an application that cannot take plain symbols: not a ufunc
+            code = ""
+        head = code.split("(", 1)[0]
+        fn = getattr(numpy, head[len("numpy."):], None) if head.startswith("numpy.") else None
+        if (isinstance(fn, numpy.ufunc) and fn.nin == len(e.args) and fn.nout == 1
+                and code == f"{head}({', '.join(f'a{k}' for k in range(len(e.args)))})"
+                and all(c * fn.nin + "->" + c in fn.types for c in "fd")):
+            _UFUNCS[key] = head
+    return _UFUNCS[key]
+
+
+def _rename_expr(e: sp.Basic, m: dict[str, sp.Symbol]) -> sp.Basic:
+    if e.is_Symbol:
+        return m.get(e.name, e)
+    if not e.args:
+        return e
+    return rebuild(e, tuple(_rename_expr(a, m) for a in e.args))
+
+
+def _rename_value(v: Any, m: dict[str, str]) -> Any:
+    if isinstance(v, str):
+        return m.get(v, v)
+    if isinstance(v, tuple):
+        return tuple(_rename_value(x, m) for x in v)
+    return v
+
+
+def _ssa(kernel: ir.Kernel) -> ir.Kernel:
+    """``kernel`` with each target defined once: a redefinition (``sum_to``'s keepdims sum, then its
+    reshape into the same name) takes a fresh name, and the statements after it read that name."""
+    targets = [st.target for st in kernel.body]
+    params = {q.name for q in kernel.params}
+    if len(set(targets)) == len(targets) and not params & set(targets):
+        return kernel
+    taken = params | set(targets)
+    current: dict[str, str] = {}
+    defined = set(params)
+    body = []
+    for st in kernel.body:
+        if current:
+            if isinstance(st, ir.Elementwise):
+                syms = {k: sp.Symbol(v, real=True) for k, v in current.items()}
+                st = replace(st, expr=_rename_expr(st.expr, syms))
+            else:
+                st = replace(st, **{f.name: _rename_value(getattr(st, f.name), current) for f in fields(st)
+                                    if f.name not in ("target", "shape", "dtype", "note")})
+        t = st.target
+        if t in defined:
+            current[t] = fresh(t, taken)
+            st = replace(st, target=current[t])
+        defined.add(t)
+        body.append(st)
+    return replace(kernel, body=tuple(body), outputs=tuple(current.get(o, o) for o in kernel.outputs))
+
+
+#: statements whose emission gives their value the IR's dtype
+_CASTS = tuple(t for t in (ir.Elementwise, ir.Size, ir.ArgReduce, ir.CumSum, ir.Concat, ir.IndexAdd,
+                           getattr(ir, "Scan", None)) if t is not None)
+
+
+def _runtime_dtypes(kernel: ir.Kernel) -> dict[str, str | None]:
+    """The dtype each value has when the kernel runs, where it is sure: a reshape or broadcast of a
+    Python number (``numpy.asarray(1)``: int64) keeps numpy's dtype, not the IR's."""
+    rd: dict[str, str | None] = {q.name: q.dtype for q in kernel.params}
+    for st in kernel.body:
+        if isinstance(st, _CASTS):
+            rd[st.target] = st.dtype
+        elif isinstance(st, (ir.Reshape, ir.Broadcast, ir.Transpose, ir.Index)):
+            lit = ir.literal(st.arg)
+            if lit is None:
+                rd[st.target] = rd.get(st.arg)
+            else:
+                rd[st.target] = "float64" if lit not in ("True", "False") and any(c in lit for c in ".eE") else None
+        elif isinstance(st, ir.Reduce):
+            rd[st.target] = rd.get(st.arg) if rd.get(st.arg) in _FLOATS else None
+        elif isinstance(st, ir.MatMul):
+            rd[st.target] = rd.get(st.a) if rd.get(st.a) == rd.get(st.b) and rd.get(st.a) in _FLOATS else None
+        else:
+            rd[st.target] = None
+    return rd
+
+
+@dataclass
+class _Group:
+    """One chunked pass: ``members`` (statement indices, in order) over ``shape``; ``pre`` run before the
+    loop, ``post`` after it; ``kind`` of each member: "ew" (a chunk value), "sum" (a partial sum),
+    "scatter" (regions written into a zero buffer)."""
+
+    shape: tuple
+    members: list[int] = field(default_factory=list)
+    kind: dict[int, str] = field(default_factory=dict)
+    pre: list[int] = field(default_factory=list)
+    post: list[int] = field(default_factory=list)
+    ew: set[str] = field(default_factory=set)        # targets of the "ew" members
+    late: set[str] = field(default_factory=set)      # targets ready only after the loop (sums, scatters, post)
+
+
+class _Plan:
+    """What ``emit_numpy`` decides about a kernel before printing it (see the module's docstring)."""
+
+    def __init__(self, kernel: ir.Kernel, ctx: _Context) -> None:
+        self.kernel = kernel = _ssa(kernel)
+        self.ctx = ctx
+        self.memo: dict = {}                   # symbol names of (sub)expressions
+        self._dtypes: dict = {}                # inferred dtypes of (sub)expressions
+        body = kernel.body
+        self.shape: dict[str, tuple] = {q.name: tuple(q.shape) for q in kernel.params}
+        for st in body:
+            self.shape[st.target] = tuple(st.shape)
+        self.dtype = _runtime_dtypes(kernel)   # what numpy makes of each value (not always the IR's dtype)
+        self.outputs = set(kernel.outputs)
+        self.index = {st.target: i for i, st in enumerate(body)}
+        self.alias: dict[str, sp.Expr] = {}    # elided targets: what their readers read instead
+        self.shrunk: set[str] = set()          # constants emitted as 0-d
+        self.eshape = dict(self.shape)         # the shape of each value as emitted
+        self.exprs: dict[int, sp.Expr] = {}    # rewritten expressions
+        self.scatter: dict[int, list[int]] = {}   # add statement -> the IndexAdd statements summed into it
+        self.folded: dict[int, str] = {}       # statement -> why it prints no code
+        self._fold()
+        self.reads = [self._reads_now(i) for i in range(len(body))]
+        self._dead()
+        self._scatters()
+        self.reads = [self._reads_now(i) for i in range(len(body))]
+        self.readers = self._readers(self.reads)
+        # chunk values are ``<name>_c``: no chunking where a name of the kernel could be one
+        self.items = ([("stmt", i) for i in range(len(body))] if any(n.endswith("_c") for n in self.shape)
+                      else self._chunk())
+
+    # -------------------------------------------------------------- folding one-element broadcasts
+    def _readers(self, reads: list[list[str]]) -> dict[str, list[int]]:
+        readers: dict[str, list[int]] = {n: [] for n in self.shape}
+        for i, rs in enumerate(reads):
+            if i not in self.folded:
+                for n in rs:
+                    readers[n].append(i)
+        for n in self.kernel.outputs:
+            readers[n].append(-1)
+        return readers
+
+    def _candidates(self) -> tuple[dict[str, sp.Expr], set[str]]:
+        """Broadcasts and reshapes of one element (what elementwise readers may read instead: the
+        number 1 for a broadcast one, else the one-element value), and constants that may be 0-d."""
+        alias: dict[str, sp.Expr] = {}
+        shrunk: set[str] = set()
+        size1: dict[str, tuple] = dict(self.shape)
+        for st in self.kernel.body:
+            t = st.target
+            if t in self.outputs:
+                continue
+            if isinstance(st, (ir.Reshape, ir.Broadcast)):
+                lit = ir.literal(st.arg)
+                if lit is not None:
+                    if lit in ("1", "1.0") and st.dtype != "bool":
+                        alias[t] = sp.Integer(1)
+                elif st.arg in alias:
+                    alias[t] = alias[st.arg]
+                elif st.arg in size1 and math.prod(size1[st.arg]) == 1 and len(size1[st.arg]) <= len(st.shape):
+                    alias[t] = sp.Symbol(st.arg, real=True)
+            elif isinstance(st, ir.Elementwise) and not _symbols(st.expr, self.memo) and st.dtype != "bool":
+                shrunk.add(t)
+        return alias, shrunk
+
+    def _fold(self) -> None:
+        """Which elementwise readers read a one-element value instead of its broadcast, which constants
+        are 0-d, and which broadcasts no reader needs any more."""
+        body = self.kernel.body
+        reads = [_reads(st, self.shape, self.memo) for st in body]
+        readers = self._readers(reads)
+        alias, shrunk = self._candidates()
+        shrunk = {c for c in shrunk if all(r >= 0 and isinstance(body[r], ir.Elementwise) for r in readers[c])}
+        while True:   # a reader that cannot take the folded values reads the real ones, so no 0-d constant
+            eshape = self._eshapes(alias, shrunk)
+            ok: dict[int, bool] = {}
+            for i, st in enumerate(body):
+                if isinstance(st, ir.Elementwise) and any(n in alias or n in shrunk for n in reads[i]):
+                    e = self._substitute(st.expr, alias)
+                    ones = [n for n in reads[i] if n in alias and alias[n].is_Number]
+                    names = _symbols(e, self.memo)
+                    ok[i] = ((not names or _bshape([eshape[x] for x in names]) == st.shape)
+                             and _only_factor(st.expr, ones))
+            drop = {n for i, good in ok.items() if not good for n in reads[i] if n in shrunk}
+            if not drop:
+                break
+            shrunk -= drop
+        need = set()     # broadcasts still emitted: a reader takes the real array
+        for c in alias:
+            for r in readers[c]:
+                if r < 0 or (not ok.get(r, False) if isinstance(body[r], ir.Elementwise)
+                             else body[r].target not in alias):
+                    need.add(c)
+        for st in reversed(body):
+            if st.target in need and isinstance(st, (ir.Reshape, ir.Broadcast)) and st.arg in alias:
+                need.add(st.arg)
+        self.alias, self.shrunk = alias, shrunk
+        self.eshape = self._eshapes({}, shrunk)    # the names the code reads are real arrays, or 0-d constants
+        for i, st in enumerate(body):
+            if st.target in alias and st.target not in need:
+                self.folded[i] = "folded into its readers"
+            elif ok.get(i):
+                self.exprs[i] = self._substitute(st.expr, alias)
+
+    def _eshapes(self, alias: dict[str, sp.Expr], shrunk: set[str]) -> dict[str, tuple]:
+        eshape = dict(self.shape)
+        for st in self.kernel.body:
+            if st.target in shrunk:
+                eshape[st.target] = ()
+            elif st.target in alias:
+                v = alias[st.target]
+                eshape[st.target] = eshape[v.name] if v.is_Symbol else ()
+        return eshape
+
+    def _substitute(self, e: sp.Expr, alias: dict[str, sp.Expr]) -> sp.Expr:
+        if not any(n in alias for n in _symbols(e, self.memo)):
+            return e
+        return _replace(e, {s: alias[s.name] for s in e.free_symbols if s.name in alias})
+
+    def stmt(self, i: int) -> Any:
+        """Statement ``i`` as emitted (an elementwise one with its rewritten expression)."""
+        st = self.kernel.body[i]
+        return replace(st, expr=self.exprs[i]) if i in self.exprs else st
+
+    def _reads_now(self, i: int) -> list[str]:
+        if i in self.folded:
+            return []
+        st = self.stmt(i)
+        if isinstance(st, ir.Size):
+            return []           # a literal count: reads no value
+        if i in self.scatter:
+            return sorted({self.kernel.body[j].arg for j in self.scatter[i]})
+        return _reads(st, self.shape, self.memo)
+
+    def _dead(self) -> None:
+        """Statements nothing reads any more (a seed's reshape once its broadcast is folded)."""
+        live = set(self.kernel.outputs)
+        for i in range(len(self.kernel.body) - 1, -1, -1):
+            t = self.kernel.body[i].target
+            if t in live:
+                live.update(self.reads[i])
+            elif i not in self.folded:
+                self.folded[i] = "not read"
+
+    # -------------------------------------------------------------- sums of IndexAdd results
+    def _scatters(self) -> None:
+        body = self.kernel.body
+        readers = self._readers(self.reads)
+        for i, st in enumerate(body):
+            if i in self.folded or not isinstance(st, ir.Elementwise):
+                continue
+            e = self.exprs.get(i, st.expr)
+            if not isinstance(e, sp.Add) or not all(a.is_Symbol for a in e.args):
+                continue
+            terms = [self.index.get(a.name) for a in e.args]
+            if all(j is not None and isinstance(body[j], ir.IndexAdd) and j not in self.folded
+                   and readers[body[j].target] == [i] and body[j].shape == st.shape
+                   and body[j].dtype == st.dtype for j in terms):
+                self.scatter[i] = terms
+                for j in terms:
+                    self.folded[j] = f"added into {st.target}"
+
+    # -------------------------------------------------------------- values
+    def scalar_ok(self, name: str) -> bool:
+        """Whether ``name`` may be a numpy scalar rather than a 0-d array: only elementwise-like code reads it."""
+        rs = self.readers.get(name, [-1])
+        return all(r >= 0 and isinstance(self.kernel.body[r], _SCALAR_SAFE) for r in rs)
+
+    def temp(self, name: str, e: sp.Expr, printer: KernelPrinter) -> None:
+        """A ``c`` temporary of a statement: its dtype and shape, for the expressions that read it."""
+        self.dtype[name] = self.infer(e, printer) or ""
+        self.eshape[name] = _bshape([self.eshape[n] for n in _symbols(e, self.memo) if n in self.eshape]) or ()
+        if math.prod(self.eshape[name]) == 1:
+            printer.scalars.add(name)
+
+    def keeps_dtype(self, st: ir.Elementwise, e: sp.Expr) -> bool:
+        """Whether numpy computes ``e`` in ``st``'s dtype and shape by itself."""
+        shapes = [self.eshape.get(n) for n in _symbols(e, self.memo)]
+        return (st.dtype in _FLOATS and None not in shapes and _bshape(shapes) == st.shape
+                and self.infer(e, self.ctx.printer) == st.dtype)
+
+    def infer(self, e: sp.Expr, printer: KernelPrinter) -> str | None:
+        """The dtype numpy gives the printed ``e``: WEAK for Python literals, None where it is not one
+        float dtype provably."""
+        if e in self._dtypes:
+            return self._dtypes[e]
+        d: str | None = None
+        if e.is_Symbol:
+            d = self.dtype.get(e.name)
+            d = d if d in _FLOATS else None
+        elif e.is_Number or e.is_NumberSymbol:
+            d = WEAK if e.is_real is not False or e in (sp.nan, sp.zoo) else None
+        elif isinstance(e, (sp.Add, sp.Mul, sp.Pow, sp.Max, sp.Min)):
+            d = _combine([self.infer(a, printer) for a in e.args])
+        elif isinstance(e, sp.Function) and _ufunc(e, printer) is not None:
+            d = _combine([self.infer(a, printer) for a in e.args])
+            d = d if d in _FLOATS else None     # a ufunc of literals is float64, whatever they are
+        if not e.is_Symbol:       # a temporary's dtype is set when it is made
+            self._dtypes[e] = d
+        return d
+
+    # -------------------------------------------------------------- chunked passes
+    def _chunkable(self, i: int, g: _Group | None) -> str | None:
+        """How statement ``i`` joins the chunked pass ``g`` (or starts one when ``g`` is None): "ew",
+        "sum", "scatter", or None."""
+        st = self.stmt(i)
+        body = self.kernel.body
+        if isinstance(st, ir.Elementwise) and i not in self.scatter:
+            shape = tuple(st.shape)
+            if (not _symbols(st.expr, self.memo) or len(shape) == 0 or math.prod(shape) < CHUNKED_MIN
+                    or (g is not None and shape != g.shape)):
+                return None
+            for n in self.reads[i]:
+                if g is not None and n in g.late:
+                    return None
+                if g is not None and n in g.ew:
+                    continue
+                es = self.eshape[n]
+                if not (len(es) < len(shape) or es[0] in (1, shape[0])) or len(es) > len(shape):
+                    return None
+            return "ew"
+        if g is None:
+            return None
+        if isinstance(st, ir.Reduce):
+            if (st.kind in ("sum", "mean") and st.dtype == "float64" and self.dtype[st.arg] == "float64"
+                    and st.arg in g.ew and sorted(st.axes) == list(range(len(g.shape)))
+                    and _plain_reduce(st, self.ctx)):
+                return "sum"
+            return None
+        terms = self.scatter.get(i) or ([i] if isinstance(st, ir.IndexAdd) else None)
+        if terms and all(self._region(body[j], g) is not None for j in terms):
+            return "scatter"
+        return None
+
+    def _region(self, t: ir.IndexAdd, g: _Group) -> int | None:
+        """The first row of ``t``'s region when it writes a chunk member row for row, else None."""
+        if t.arg not in g.ew or len(t.shape) != len(g.shape) or tuple(t.shape[1:]) != g.shape[1:] or not t.index:
+            return None
+        first, *rest = t.index
+        if first[0] != "s" or first[3] not in (None, 1) or any(e != ("s", None, None, None) for e in rest):
+            return None
+        lo, hi, _ = slice(first[1], first[2], None).indices(t.shape[0])
+        return lo if hi - lo == g.shape[0] else None
+
+    def _chunk(self) -> list[tuple[str, Any]]:
+        items: list[tuple[str, Any]] = []
+        g: _Group | None = None
+
+        def close() -> None:
+            nonlocal g
+            if g is not None:
+                items.append(("group", g))
+                g = None
+
+        for i in range(len(self.kernel.body)):
+            if i in self.folded:     # a comment line only
+                if g is not None:
+                    g.pre.append(i)
+                else:
+                    items.append(("stmt", i))
+                continue
+            kind = self._chunkable(i, g) if g is not None else None
+            if kind is not None:
+                g.members.append(i)
+                g.kind[i] = kind
+                (g.ew if kind == "ew" else g.late).add(self.kernel.body[i].target)
+                continue
+            reads_group = g is not None and any(n in g.ew or n in g.late for n in self.reads[i])
+            if g is not None and reads_group and self._chunkable(i, None) is None:
+                g.post.append(i)
+                g.late.add(self.kernel.body[i].target)
+                continue
+            if self._chunkable(i, None) == "ew":
+                close()
+                g = _Group(tuple(self.kernel.body[i].shape), [i], {i: "ew"})
+                g.ew.add(self.kernel.body[i].target)
+                continue
+            if g is not None:
+                g.pre.append(i)
+            else:
+                items.append(("stmt", i))
+        close()
+        return items
+
+
+def _replace(e: sp.Basic, m: dict) -> sp.Basic:
+    """``e.xreplace(m)`` with the rebuilt nodes not re-evaluated: a product of products keeps its association (an
+    eager program rounds in torch's order); factors that became 1 are dropped."""
+    if e in m:
+        return m[e]
+    if not e.args:
+        return e
+    args = tuple(_replace(a, m) for a in e.args)
+    if isinstance(e, sp.Mul) and any(a is sp.S.One for a in args):
+        args = tuple(a for a in args if a is not sp.S.One) or (sp.S.One,)
+        if len(args) == 1:
+            return args[0]
+    return rebuild(e, args)
+
+
+def _only_factor(e: sp.Expr, names: list[str]) -> bool:
+    """Whether each symbol named in ``names`` occurs in ``e`` only as a factor of a product (so that
+    substituting 1 for it drops a multiplication by one and changes no value, inf and NaN included)."""
+    if not names:
+        return True
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        for a in x.args:
+            if a.is_Symbol and a.name in names and not isinstance(x, sp.Mul):
+                return False
+            stack.append(a)
+    return not (e.is_Symbol and e.name in names)
+
+
+# ---------------------------------------------------------------------------------------------- printing
+
+def _emit_stmt(plan: _Plan, i: int, ctx: _Context, lines: list[str]) -> None:
+    st = plan.stmt(i)
+    note = comment(st.note) if st.note else ""
+    if i in plan.folded:
+        lines.append(f"    # {note + ': ' if note else ''}{plan.folded[i]}")
+        return
+    lines.append(f"    # {note}" if note else "    #")
+    if i in plan.scatter:
+        lines += _scatter_sum(st.target, st.shape, st.dtype, [plan.kernel.body[j] for j in plan.scatter[i]])
+    elif isinstance(st, ir.Reduce):
+        lines += _planned_reduce(st, ctx)
+    else:
+        emit = EMIT.get(type(st))
+        if emit is None:
+            raise ir.Unsupported(f"emit_numpy: no emission for IR statement {type(st).__name__}")
+        lines += emit(st, ctx)
+
+
+def _emit_group(plan: _Plan, g: _Group, ctx: _Context, lines: list[str]) -> None:
+    """A chunked pass: the statements it moved before the loop, the full arrays it writes, the loop over
+    chunks of the leading axis (``lo:hi``; a value's chunk is ``<name>_c``), what it finishes after."""
+    body = plan.kernel.body
+    for i in g.pre:
+        _emit_stmt(plan, i, ctx, lines)
+    shape = g.shape
+    n = shape[0]
+    itemsize = max(numpy.dtype(body[i].dtype).itemsize for i in g.members if g.kind[i] == "ew")
+    rows = max(1, CHUNK_BYTES // (itemsize * max(1, math.prod(shape[1:]))))
+    members = set(g.members)
+    keep = [i for i in g.members if g.kind[i] == "ew"
+            and any(r not in members for r in plan.readers[body[i].target])]
+    sliced = sorted({s for i in g.members if g.kind[i] == "ew" for s in plan.reads[i]
+                     if s not in g.ew and len(plan.eshape[s]) == len(shape) and plan.eshape[s][0] == n},
+                    key=lambda s: (s[0], int(s[1:]) if s[1:].isdigit() else 0, s))
+    lines.append(f"    # chunked pass: {n} rows{' of ' + repr(shape[1:]) if shape[1:] else ''}, {rows} per chunk")
+    for i in keep:
+        lines.append(f"    {body[i].target} = numpy.empty({shape!r}, dtype=numpy.{body[i].dtype})")
+    for i in g.members:
+        st = plan.stmt(i)
+        if g.kind[i] == "sum":
+            lines.append(f"    {st.target} = 0.0")
+        elif g.kind[i] == "scatter":
+            lines.append(f"    {st.target} = numpy.zeros({st.shape!r}, dtype=numpy.{st.dtype})")
+    lines.append(f"    for lo in range(0, {n}, {rows}):")
+    lines.append(f"        hi = min(lo + {rows}, {n})")
+    for s in sliced:
+        lines.append(f"        {s}_c = {s}[lo:hi]")
+    ctx.printer.rename = {**{s: f"{s}_c" for s in sliced}, **{t: f"{t}_c" for t in g.ew}}
+    try:
+        for i in g.members:
+            st = plan.stmt(i)
+            lines.append(f"        # {comment(st.note)}" if st.note else "        #")
+            if g.kind[i] == "ew":
+                lines += ["    " + line for line in _elementwise(st, ctx, f"{st.target}_c")]
+                if i in keep:
+                    lines.append(f"        {st.target}[lo:hi] = {st.target}_c")
+            elif g.kind[i] == "sum":
+                lines.append(f"        {st.target} += numpy.add.reduce({st.arg}_c, axis=None)")
+            else:
+                terms = [body[j] for j in plan.scatter.get(i, [i])]
+                for t in terms:
+                    b = plan._region(t, g)
+                    rows_code = "lo:hi" if b == 0 else f"{b} + lo:{b} + hi"
+                    lines.append(f"        {st.target}[{rows_code}] {'+=' if len(terms) > 1 else '='} {t.arg}_c")
+    finally:
+        ctx.printer.rename = {}
+    for i in g.members:
+        st = plan.stmt(i)
+        if g.kind[i] == "sum":
+            if st.kind == "mean":
+                lines.append(f"    {st.target} = {st.target} / {math.prod(shape)}")
+            if st.keepdims:
+                lines.append(f"    {st.target} = numpy.reshape({st.target}, {tuple(st.shape)!r})")
+    for i in g.post:
+        _emit_stmt(plan, i, ctx, lines)
+
+
 def emit_numpy(kernel: ir.Kernel, torch_order: bool = False) -> str:
     """Python source of ``kernel`` over numpy; params arrive as lists ``v`` and ``s``. ``torch_order``: float
     sums, means, products and running sums round as torch's CPU kernels (``codegen.runtime``)."""
     ctx = _Context(KernelPrinter(), torch_order=torch_order)
+    plan = ctx.plan = _Plan(kernel, ctx)
+    # one-element factors first in products: not in eager programs, where that reassociation changes the rounding
+    ctx.printer.scalars = set() if torch_order else {n for n, s in plan.eshape.items() if math.prod(s) == 1}
     lines = [f"def {kernel.name}({', '.join(kernel.groups)}):"]
     if kernel.doc:
         lines.append(f'    """{comment(kernel.doc)}"""')
     for q in kernel.params:
         lines.append(f"    {q.name} = {q.group}[{q.index}]")
-    for st in kernel.body:
-        emit = EMIT.get(type(st))
-        if emit is None:
-            raise ir.Unsupported(f"emit_numpy: no emission for IR statement {type(st).__name__}")
-        lines.append(f"    # {comment(st.note)}" if st.note else "    #")
-        lines += emit(st, ctx)
-    outs = ", ".join(kernel.outputs)
+    for what, item in plan.items:
+        if what == "group":
+            _emit_group(plan, item, ctx, lines)
+        else:
+            _emit_stmt(plan, item, ctx, lines)
+    outs = ", ".join(plan.kernel.outputs)
     lines.append(f"    return ({outs}{',' if len(kernel.outputs) == 1 else ''})")
     body = "\n".join(lines) + "\n"
     header = HEADER.replace("import numpy\n", "import codegen.runtime\nimport numpy\n") if "codegen.runtime." in body \

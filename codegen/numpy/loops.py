@@ -13,9 +13,17 @@ def emit_scan(st: ir.Scan, emit_kernel: Callable[[ir.Kernel], str]) -> list[str]
     step = step[step.index("def "):]          # the nested function, without the module header
     lines = ["    " + line if line else "" for line in step.rstrip("\n").split("\n")]
     groups = {"carry": f"({t}_c,)", "row": f"({st.xs}[{t}_k],)" if st.xs is not None else "()",
-              "step": f"(numpy.int64({st.start} + {t}_k),)",
+              "step": f"(numpy.int64({st.start} + {t}_k),)" if st.cond is None else "()",
               "const": "(" + "".join(f"{p}, " for p in st.consts) + ")"}
     call = f"{st.body.name}({', '.join(groups[g] for g in st.body.groups)})"
+    if st.cond is not None:
+        cond = emit_kernel(st.cond)
+        lines += ["    " + line if line else "" for line in cond[cond.index("def "):].rstrip("\n").split("\n")]
+        test = f"{st.cond.name}({', '.join(groups[g] for g in st.cond.groups)})[0]"
+        return lines + [f"    {t}_c = numpy.asarray({st.init}, dtype=numpy.{st.dtype})",
+                        f"    while {test}:",
+                        f"        {t}_c = numpy.asarray({call}[0], dtype=numpy.{st.dtype})",
+                        f"    {t} = {t}_c"]
     steps = f"range({st.length} - 1, -1, -1)" if st.reverse else f"range({st.length})"
     lines.append(f"    {t}_c = numpy.asarray({st.init}, dtype=numpy.{st.dtype})")
     if st.y_width:

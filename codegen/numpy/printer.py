@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.precedence import precedence
 
 
 class KernelPrinter(NumPyPrinter):
@@ -11,12 +12,45 @@ class KernelPrinter(NumPyPrinter):
 
     Numbers print as Python literals (weakly typed, so float32 stays float32), two-branch
     ``Piecewise`` as ``numpy.where``, ``Max``/``Min`` as nested ``numpy.maximum``/``minimum``.
+
+    Two per-kernel settings, empty by default: ``scalars``, the names of values with one element (a
+    product prints its factors over them first, so ``6*t5*t0`` scales the array once, not twice), and
+    ``rename``, the code that reads a symbol where it is not its own name (a chunk ``t0_c`` of ``t0``).
     """
 
     printmethod = "_symgrad_numpycode"
 
     def __init__(self, settings: dict | None = None) -> None:
         super().__init__({"fully_qualified_modules": True, "order": "none", **(settings or {})})
+        self.scalars: set[str] = set()
+        self.rename: dict[str, str] = {}
+        self._memo: dict = {}
+
+    def _print_Symbol(self, expr: sp.Symbol) -> str:
+        name = self.rename.get(expr.name)
+        return name if name is not None else super()._print_Symbol(expr)
+
+    def _one_element(self, e: sp.Basic) -> bool:
+        """Whether ``e`` reads only ``scalars`` (memoised per subexpression)."""
+        if e.is_Symbol:
+            return e.name in self.scalars
+        r = self._memo.get(e)
+        if r is None:
+            r = self._memo[e] = all(self._one_element(a) for a in e.args)
+        return r
+
+    def _print_Mul(self, expr: sp.Mul) -> str:
+        # numpy evaluates ``a*b*c`` left to right: the factors with one element go first, so that the
+        # array is multiplied once by their product rather than once by each of them
+        if self.scalars:
+            head = [f for f in expr.args if self._one_element(f)]
+            if 2 <= len(head) < len(expr.args):
+                tail = [f for f in expr.args if not self._one_element(f)]
+                prec = precedence(expr)
+                h = sp.Mul(*head, evaluate=False)
+                t = sp.Mul(*tail, evaluate=False) if len(tail) > 1 else tail[0]
+                return f"{self.parenthesize(h, prec)}*{self.parenthesize(t, prec)}"
+        return super()._print_Mul(expr)
 
     def _print_Float(self, expr: sp.Float) -> str:
         return repr(float(expr))

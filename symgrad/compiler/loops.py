@@ -123,7 +123,8 @@ def _out_parts(ts: list[Any], what: str) -> list[Tensor]:
 
 
 def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[_Part] | None,
-                xspec: TreeSpec | None, dt: dtypes.DType, index: bool, kind: str) -> tuple:
+                xspec: TreeSpec | None, dt: dtypes.DType, index: bool, kind: str, cond_fun: Callable | None = None
+                ) -> tuple:
     """Trace ``fn`` once; returns (body, y parts, y spec, the outer values the body reads)."""
     first = leaf((0,), dt).id             # every node the step makes has a larger id
     wc = sum(p.size for p in carry)
@@ -147,6 +148,12 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
             new, y = result
         else:
             new, y = fn(c_tree), None
+            test = cond_fun(c_tree)
+            if not isinstance(test, Tensor):
+                test = _as_tensor(test, "while_loop's cond_fun result")
+            if test.shape != () or test.dtype is not dtypes.bool:
+                raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got a {test.dtype.name} "
+                                f"tensor of shape {list(test.shape)}")
         new_leaves, new_spec = tree_flatten(new)
         if new_spec != cspec:
             raise TypeError(f"{_NAMES[kind]} body function carry input and carry output must have the same pytree "
@@ -166,6 +173,8 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
         new_flat = _pack(new_t, dt)
         y_flat = _pack(y_t, dt) if y_t else None
     nodes = [_node_of(new_flat)] + ([_node_of(y_flat)] if y_flat is not None else [])
+    if kind == "while":
+        nodes.append(_node_of(test))
     # values from outside the step (tensors a compiled function traced before, numpy constants): inputs
     lifted = [(t, lv._node) for t, lv in ctx.lifted.values()]
     body_leaves = {c_leaf.id} | {lv.id for _, lv in lifted}
@@ -192,9 +201,10 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
     if new_c.shape != (wc,):
         new_c = reshape(new_c, (wc,))
     display = _display(fn, kind, cspec, c_in, i_leaf, x_in, new_t, y_t, consts, memo)
+    cond = nodes.pop() if kind == "while" else None
     body = Body(c_leaf, x_leaf, i_leaf, tuple(lv for _, lv in consts), cast(new_c, dt),
                 cast(nodes[1], dt) if len(nodes) > 1 else None, label=f"step of {getattr(fn, '__name__', 'f')}",
-                display=display)
+                display=display, cond=cond)
     return body, y_parts, y_spec, [v for v, _ in consts]
 
 
@@ -250,7 +260,8 @@ def _node_of(t: Tensor) -> Node:
 _NAMES = {"fori": "fori_loop", "scan": "scan", "while": "while_loop"}
 
 
-def _loop(kind: str, fn: Callable, init: Any, xs: Any, length: int, reverse: bool, start: int) -> tuple:
+def _loop(kind: str, fn: Callable, init: Any, xs: Any, length: int | None, reverse: bool, start: int,
+          cond_fun: Callable | None = None) -> tuple:
     c_ts, cspec = _flat(init, "the loop carry")
     carry = [_Part(tuple(t.shape), t.dtype) for t in c_ts]
     x_ts, xspec, xparts = [], None, None
@@ -267,10 +278,10 @@ def _loop(kind: str, fn: Callable, init: Any, xs: Any, length: int, reverse: boo
             xparts = [_Part(tuple(t.shape[1:]), t.dtype) for t in x_ts]
         else:
             x_ts = []
-    if length is None:
+    if length is None and kind != "while":
         raise ValueError("scan got no values to scan over and `length` not provided.")
     dt = pack_dtype([p.dtype for p in carry + (xparts or [])])
-    body, y_parts, y_spec, consts = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind)
+    body, y_parts, y_spec, consts = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind, cond_fun)
     if y_parts and dt is dtypes.float32 and any(p.dtype is not dtypes.float32 for p in y_parts):
         dt = dtypes.float64       # a float64 (or integer) output: carry everything in float64
         body, y_parts, y_spec, consts = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind)
@@ -279,7 +290,8 @@ def _loop(kind: str, fn: Callable, init: Any, xs: Any, length: int, reverse: boo
         rows = [t.reshape(length, -1) for t in x_ts]
         rows = [r.to(dt) if r.dtype is not dt else r for r in rows]
         inputs.append(rows[0] if len(rows) == 1 else _tcat(rows, 1))
-    out = _apply(_scan_op, *inputs, *consts, body=body, length=int(length), reverse=bool(reverse), start=int(start))
+    out = _apply(_scan_op, *inputs, *consts, body=body, length=None if length is None else int(length),
+                 reverse=bool(reverse), start=int(start))
     wc = body.carry_width
     final = tree_unflatten(_unpack(out, carry), cspec)
     if kind != "scan":
@@ -389,19 +401,11 @@ def _blocked_scan(f: Callable, init: Any, xs: Any, length: int | None, reverse: 
 
 
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
-    """JAX's ``lax.while_loop``: ``while cond_fun(val): val = body_fun(val)``.
+    """JAX's ``lax.while_loop``: ``while cond_fun(val): val = body_fun(val)``, as one loop node (eager or traced).
 
-    Eagerly it runs the Python loop on tensors (recording each step for ``backward()``). Under ``@sg.compile``
-    the trip count depends on traced values, which a traced program cannot hold: it raises, as JAX's reverse
-    mode does; use ``fori_loop`` with a fixed count.
+    ``cond_fun`` returns a boolean scalar tensor. The number of steps depends on the values, so only forward
+    mode differentiates through it (``sg.jvp``, ``jacfwd``); reverse mode raises, as in JAX: use ``fori_loop``
+    or ``scan`` with a fixed count for gradients.
     """
-    leaves, _ = tree_flatten(init_val)
-    if any(isinstance(v, Tracer) for v in leaves):
-        raise TracingError("Reverse-mode differentiation does not work for while_loop with a traced trip count: "
-                           "symgrad traces loops with a fixed number of steps. Use sg.fori_loop(lower, upper, ...) "
-                           "or sg.scan(..., length=n) with a static count.")
-    val = init_val
-    while bool(cond_fun(val)):
-        val = body_fun(val)
-    return val
-
+    final, _ = _loop("while", body_fun, init_val, None, None, False, 0, cond_fun)
+    return final

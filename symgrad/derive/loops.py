@@ -183,6 +183,9 @@ def _adjoint_display(body: Body, memo: dict, mapping: dict, lam: Node, lam_prev:
 
 def scan_vjp(node: Node, g: Node) -> tuple[Node | None, ...]:
     body: Body = node.attr("body")
+    if body.cond is not None:
+        raise TypeError("Reverse-mode differentiation does not work for while_loop (its trip count depends on the "
+                        "values). Try sg.scan or sg.fori_loop with a fixed number of steps, or forward mode (sg.jvp).")
     length, reverse, start = node.attr("length"), node.attr("reverse"), node.attr("start")
     init, xs, consts = split_inputs(node)
     dt = node.dtype
@@ -244,13 +247,14 @@ def tangent_body(body: Body, have_x: bool, have_p: tuple[bool, ...]) -> Body:
         mapping[body.index.id] = idx
     wrt += [q for q, h in zip(consts, have_p) if h]
     tans += list(dots)
-    new_c, y = rebuild([body.new_carry, body.y], mapping)
+    new_c, y, cond = rebuild([body.new_carry, body.y, body.cond], mapping)
     outs = [new_c] + ([y] if y is not None else [])
     ts = jvp_graph(outs, wrt, tans)
     ts = [t if t is not None else zeros(o.shape, o.dtype) for t, o in zip(ts, outs)]
     new_carry = cat([new_c, ts[0]], 0, dt)
     yt = cat([y, ts[1]], 0, dt) if y is not None else None
-    tb = Body(ct, xt, idx, consts + dots, new_carry, yt, derived=("tangent", body), label=f"tangent of {body.label}")
+    tb = Body(ct, xt, idx, consts + dots, new_carry, yt, derived=("tangent", body), label=f"tangent of {body.label}",
+              cond=cond)
     body.memo[key] = tb
     return tb
 

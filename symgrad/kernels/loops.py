@@ -26,11 +26,11 @@ def step_params(body: Body) -> list[tuple[Node, str, int]]:
     return params + [(p, "const", i) for i, p in enumerate(body.consts)]
 
 
-def step_kernel(body: Body, name: str) -> ir.Kernel:
-    """The body as a kernel (cached per body and name)."""
-    key = ("kernel", name)
+def step_kernel(body: Body, name: str, cond: bool = False) -> ir.Kernel:
+    """The body as a kernel, or (``cond``) its while condition (cached per body and name)."""
+    key = ("kernel", name, cond)
     if key not in body.memo:
-        outs = share_histories(simplify_graph(body.outputs()))
+        outs = share_histories(simplify_graph([body.cond] if cond else body.outputs()))
         kernel, _ = lower(name, step_params(body), outs, doc=f"one {body.label}", groups=STEP_GROUPS)
         body.memo[key] = kernel
     return body.memo[key]
@@ -41,8 +41,9 @@ def lower_scan(node: Node, target: str, args: list[str]) -> list:
     kernel = step_kernel(body, f"{target}_step")
     xs = args[1] if body.x is not None else None
     consts = tuple(args[2:] if body.x is not None else args[1:])
+    cond = step_kernel(body, f"{target}_cond", cond=True) if body.cond is not None else None
     return [ir.Scan(target, kernel, args[0], xs, consts, node.attr("length"), node.attr("reverse"),
-                    node.attr("start"), body.carry_width, body.y_width, node.shape, node.dtype.np.name)]
+                    node.attr("start"), body.carry_width, body.y_width, node.shape, node.dtype.np.name, cond=cond)]
 
 
 scan.lower = lower_scan

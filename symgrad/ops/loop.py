@@ -1,5 +1,7 @@
 """Loops: the ``scan`` op, one node for a whole loop whose step is a traced subgraph (a ``Body``).
 
+A while loop is a scan node with ``length`` None and a ``cond`` in its body (no per-step outputs).
+
 A scan node's inputs are the packed initial carry (a flat vector of ``Wc`` elements), the stacked per-step
 inputs (``length × Wx``, only when the body reads one) and the closed-over values the step reads (``consts``,
 their own shapes). Its value is flat too: the final carry, then the per-step outputs stacked in step order
@@ -48,6 +50,7 @@ class Body:
     derived: tuple[str, Body] | None = None
     names: tuple[tuple[str, Shape], ...] = ()
     label: str = "step"
+    cond: Node | None = None        # while_loop: the 0-d bool ``cond_fun(carry)``; the loop runs while it holds
     display: dict | None = None     # how formulas print the step: ``{"carry", "ins", "outs", "consts", "note"}``
     memo: dict = field(default_factory=dict, repr=False)   # derived bodies, by what derives them
 
@@ -78,18 +81,19 @@ def split_inputs(node: Node) -> tuple[Node, Node | None, tuple[Node, ...]]:
     return node.inputs[0], None, node.inputs[1:]
 
 
-def _infer(op: OpDef, *inputs: Node, body: Body, length: int, reverse: bool, start: int) -> tuple[Shape, Any]:
+def _infer(op: OpDef, *inputs: Node, body: Body, length: int | None, reverse: bool, start: int
+           ) -> tuple[Shape, Any]:
     init = inputs[0]
     if init.shape != (body.carry_width,):
         raise ValueError(f"scan: the initial carry has shape {init.shape}, the body expects ({body.carry_width},)")
-    return (body.carry_width + length * body.y_width,), body.new_carry.dtype
+    return (body.carry_width + (length or 0) * body.y_width,), body.new_carry.dtype
 
 
 #: evaluates a scan node eagerly (``kernels/loops.py`` installs it: the step runs as a generated kernel)
 EVALUATE: list[Callable[..., Any]] = []
 
 
-def _eval(*arrays: Any, body: Body, length: int, reverse: bool, start: int) -> Any:
+def _eval(*arrays: Any, body: Body, length: int | None, reverse: bool, start: int) -> Any:
     if not EVALUATE:
         raise RuntimeError("scan: no evaluator installed (import symgrad.kernels)")
     return EVALUATE[0](arrays, body, length, reverse, start)
@@ -97,6 +101,8 @@ def _eval(*arrays: Any, body: Body, length: int, reverse: bool, start: int) -> A
 
 def _display(node: Node, ins: list) -> sp.Expr:
     body: Body = node.attr("body")
+    if body.cond is not None:
+        return call_expr("while_loop", *ins[:1])
     kind = "scan" if body.x is not None or body.y is not None else "loop"
     return call_expr(kind, *ins[:1], steps=sp.Integer(node.attr("length")),
                      reverse=True if node.attr("reverse") else None)

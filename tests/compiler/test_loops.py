@@ -242,9 +242,32 @@ def test_carry_mismatch_is_a_clear_error():
         sg.scan(lambda c, x: (c, x), sg.zeros(2))
 
 
-def test_while_loop_eager_and_traced_error():
+def newton_sqrt(a):
+    # Newton's iteration for sqrt(a), run until converged: the trip count depends on the values
+    def cond(c):
+        x, n = c
+        return (sg.abs(x * x - a) > 1e-12).any() & (n < 50)
+    x, n = sg.while_loop(cond, lambda c: (0.5 * (c[0] + a / c[0]), c[1] + 1), (a, sg.tensor(0)))
+    return x
+
+
+def test_while_loop_eager_compiled_and_forward_mode():
+    a = np.array([2.0, 9.0, 0.25])
+    np.testing.assert_allclose(newton_sqrt(sg.tensor(a)).numpy(), np.sqrt(a), rtol=1e-12)
+    f = sg.compile(newton_sqrt)
+    for _ in range(2):                     # numpy tier, then the numba loop
+        np.testing.assert_allclose(f(a), np.sqrt(a), rtol=1e-12)
+    _, t = sg.jvp(newton_sqrt, (a,), (np.ones(3),))
+    np.testing.assert_allclose(t, 0.5 / np.sqrt(a), rtol=1e-9)
     out = sg.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2), (0, sg.tensor(1.0)))
-    assert out[0] == 10 and out[1].item() == 1024
+    assert out[0].item() == 10 and out[1].item() == 1024
+
+
+def test_while_loop_reverse_mode_is_refused():
+    with pytest.raises(TypeError, match="Reverse-mode differentiation does not work for while_loop"):
+        sg.grad(lambda a: newton_sqrt(a).sum())(np.array([2.0]))
+    with pytest.raises(TypeError, match="boolean scalar"):
+        sg.while_loop(lambda c: c < 3, lambda c: c + 1, sg.zeros(2))
 
 
 @pytest.mark.parametrize("every", [4, 7])
@@ -298,3 +321,10 @@ def test_formulas_print_the_step_and_its_adjoint_as_recurrences():
     assert "sin(s[k])" in step and "p" in step
     tex = f.formulas(np.array([0.5, 1.0]), np.array([1.0, 2.0])).latex()
     assert r"\lambda" in tex or "λ" in tex
+
+
+def test_any_and_all_trace():
+    # they used to read the tracer's placeholder values: a silently constant result under sg.compile
+    f = sg.compile(lambda x: sg.where((x > 1).any(), x, -x) + sg.where((x > -1).all(dim=0), x, 0 * x))
+    np.testing.assert_array_equal(f(np.array([0.0, 2.0])), [0.0, 4.0])
+    np.testing.assert_array_equal(f(np.array([0.0, -2.0])), [0.0, 2.0])

@@ -11,7 +11,7 @@ from ...ops import REGISTRY
 from ...ops.linalg import matmul_shape, torch_name
 from .. import composite as _composite
 from .. import math_ops as _math_ops
-from ..base import TensorBase, _arr, _is_number, _py, make_tensor
+from ..base import TensorBase, _arr, _is_number, _py
 from ..basic import _binary, _bitwise, _logical, clamp, pow, tensor_like
 from ..record import _apply
 
@@ -212,11 +212,15 @@ class MathMethods:
     def isfinite(self) -> Tensor:
         return _apply(REGISTRY["isfinite"], self)
 
-    def all(self) -> Tensor:
-        return make_tensor(np.asarray(np.all(self._data)))
+    def all(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Whether every element (along ``dim``) is nonzero, as a bool tensor; recorded, so it traces."""
+        zeros = (self == 0).sum() if dim is None else (self == 0).sum(dim, keepdim=keepdim)
+        return zeros == 0
 
-    def any(self) -> Tensor:
-        return make_tensor(np.asarray(np.any(self._data)))
+    def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Whether some element (along ``dim``) is nonzero, as a bool tensor; recorded, so it traces."""
+        nonzero = (self != 0).sum() if dim is None else (self != 0).sum(dim, keepdim=keepdim)
+        return nonzero > 0
 
     def matmul(self, other: Any) -> Tensor:
         """``self @ other``: dot, matrix-vector, matrix-matrix or batched (broadcast) products."""
