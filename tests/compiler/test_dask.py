@@ -98,10 +98,16 @@ def centred(w, X):
     return (((X - X.mean(0)) @ w) ** 2).mean()
 
 
+def columns(w, X):
+    """Slices, gathers and joins of the other axes (and broadcasts of a row-wise column)."""
+    picked = sg.cat([X[:, [0, 2]], X[..., 1:2], X.permute(1, 0)[[3], :].T], 1)
+    return sg.exp(picked @ w * 0.5).mean() + (X[:, 0, None] * X[:, 1:] @ w[1:]).sum()
+
+
 CORPUS = [  # (function, parameter, data names)
     (lsq, W, "Xy"), (logistic, W, "Xy"), (logistic_f, W, "Xy"), (poisson, W, "Xc"),
     (softmax_regression, WK, "XY"), (mlp, MLP, "Xy"),
-    (lse_rows, W, "X"), (variance, W, "X"), (extremes, W, "X"), (centred, W, "X"),
+    (lse_rows, W, "X"), (variance, W, "X"), (extremes, W, "X"), (centred, W, "X"), (columns, W, "X"),
 ]
 
 
