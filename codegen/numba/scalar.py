@@ -9,7 +9,9 @@ API
 from its params' elements (``inputs[param.name]``: one scalar expression per element, in C order), and per
 output the scalar expressions holding its elements in C order: local names the lines assign, literals
 (``numpy.float64(0.0)``) or the caller's input expressions (an output that is a view of a param). ``fresh(stem)``
-gives every local name, so the lines can be inlined into a loop body of a bigger function.
+gives every local name, so the lines can be inlined into a loop body of a bigger function. The lines may call
+``SELECT`` (``_sg_select``): the module they go into defines it once at module level with ``PRELUDE`` (after
+``import numba``); they also use ``numpy`` and ``math``.
 
 ``emit_scalar(kernel) -> str``: a module defining the kernel as one ``@numba.njit(cache=True,
 error_model="numpy")`` function with ``emit_numba``'s calling convention (0-d outputs returned as Python
@@ -24,11 +26,12 @@ semantics are numpy's exactly. ``Size`` is a literal (shapes are static). Comput
 element:
 
 * ``Elementwise``: the expression (common subexpressions bound first, as ``emit_numpy`` does) is printed once
-  by ``printer.NumbaPrinter`` in the statement's dtype (float32 literals in a float32 statement) with a
-  placeholder per operand, then instantiated per element with the operands' elements (broadcast); elements
-  whose operands are the same expressions share one local (a broadcast 0-d value is computed once), and the
-  result is converted to the statement's dtype as ``emit_numba`` does (``numpy.float32(...)``), which is also
-  how casts convert. An expression that is one operand of the same dtype is that operand, no line.
+  per pattern of known operands by ``ScalarPrinter`` (``printer.NumbaPrinter``'s element code, float32
+  literals in a float32 statement, ``Piecewise`` as selects) with a placeholder per operand, then instantiated
+  per element with the operands' elements (broadcast); elements whose operands are the same expressions share
+  one local (a broadcast 0-d value is computed once), and the result is converted to the statement's dtype as
+  ``emit_numba`` does (``numpy.float32(...)``), which is also how casts convert. An expression that is one
+  operand of the same dtype is that operand, no line.
 * ``Reduce``: sum/mean/prod fold the elements in order (converted to the result dtype), at most
   ``TERMS`` terms a line; max/min keep the first NaN (``emit_numba``'s folds); mean divides by the count.
 * ``ArgReduce``: first occurrence of the extreme, NaN counting as the extreme (three lines per candidate).
@@ -36,8 +39,16 @@ element:
 * ``CumSum`` (forwards or reversed), ``IndexAdd`` (repeated targets summed in order, untouched ones a zero
   literal) and ``Concat`` (elements converted to its dtype).
 
-Numbers: ``SCALAR_LIMIT`` and ``SCALAR_BUDGET`` were measured on this machine (2-core AVX2, numba 0.68):
-see their comments.
+``Scan`` (a loop) and any statement type without an entry in ``EMIT`` are refused (``scalarizable`` is False;
+``scalar_lines`` raises ``ir.Unsupported``), as are an argmax over an empty extent and a matmul of a 0-d operand
+(numpy raises on both).
+
+Compile time is what limits scalar code: numba spends milliseconds typing and lowering each operation, so the
+printing avoids operations where it exactly can: no branch (``PRELUDE``'s select: numba's compile time grows
+quadratically with a function's branches), no conversion where numba's types already match the statement's
+dtype (``_typed``), structural zeros (a scatter's untouched elements) dropped from sums, known numbers (seeds,
+counts) folded into the expressions, numpy predicates of numbers evaluated, each non-name input and each
+float32 literal computed once. ``SCALAR_LIMIT`` and ``SCALAR_BUDGET`` were measured: see their comments.
 """
 from __future__ import annotations
 
@@ -59,11 +70,28 @@ from .printer import NumbaPrinter, is_float, np_dtype
 
 __all__ = ["SCALAR_LIMIT", "SCALAR_BUDGET", "PRELUDE", "SELECT", "scalarizable", "scalar_lines", "emit_scalar"]
 
-#: The most elements of any value (param, statement, output) that scalar emission takes.
-SCALAR_LIMIT = 64
+#: The most elements of any value (param, statement, output) that scalar emission takes. Measured on an RK4
+#: step of ``dx/dt = -x + a x³/(1 + x²) + b mean(x)`` and of its VJP, n elements, the step in a 1000-step numba
+#: loop, against the ``emit_numba`` kernel of the same IR called in a numba loop (µs per step; numba compile
+#: in CPU seconds, 2-core AVX2 under load, numba 0.68):
+#:
+#: ====  =====================  =====================  =====================  =====================
+#:  n     step scalar            step array kernel      VJP scalar             VJP array kernel
+#: ====  =====================  =====================  =====================  =====================
+#:   3    0.046 µs, 0.5 s        0.249 µs, 0.6 s        0.059 µs, 1.3 s        1.85 µs, 3.2 s
+#:   8    0.059 µs, 1.4 s        0.211 µs, 0.7 s        0.118 µs, 3.1 s        2.00 µs, 2.9 s
+#:  16    0.097 µs, 2.1 s        0.246 µs, 0.6 s        0.227 µs, 6.6 s        12.3 µs, 3.3 s
+#:  32    0.280 µs, 5.7 s        0.171 µs, 1.2 s        0.501 µs, 12.6 s       5.76 µs, 4.2 s
+#: ====  =====================  =====================  =====================  =====================
+#:
+#: Scalar code's compile time grows with the elements (≈ 5-15 ms of numba time per line) while the array
+#: kernel's does not; from 32 elements the array step is faster (its loops vectorise) and the scalar VJP
+#: takes 3x the array kernel's compile.
+SCALAR_LIMIT = 16
 
-#: The most scalar operations (elements computed, terms summed, expression nodes per element) of one kernel.
-SCALAR_BUDGET = 4096
+#: The most scalar operations (``_work``: elements computed times expression nodes, terms summed) of one
+#: kernel: about 3 per line emitted; the VJP above at 16 elements is 2643 (988 lines), at 32 5219.
+SCALAR_BUDGET = 3000
 
 #: The most terms of a sum printed on one line (long left-nested sums only deepen Python's parse).
 TERMS = 16
@@ -109,11 +137,6 @@ _F32_LITERAL = re.compile(r"numpy\.float32\((?:[-+0-9.eE]+|numpy\.inf|numpy\.nan
 def _atom(code: str) -> str:
     """``code`` safe to splice into any expression (parenthesised unless a name, a read or a call)."""
     return code if _ATOM.fullmatch(code) else f"({code})"
-
-
-def _fill(template: str, subs: dict[str, str]) -> str:
-    """``template`` with each placeholder ``@key@`` replaced by ``subs[key]``."""
-    return _TOKEN.sub(lambda m: subs[m.group(1)], template)
 
 
 def _literal_dtype(lit: str) -> str:

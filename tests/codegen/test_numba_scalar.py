@@ -226,12 +226,15 @@ def test_lines_are_scalar_and_every_name_is_fresh(corpus):
     assert all(not ln.startswith(" ") for ln in lines)
     assert not any(re.search(r"numpy\.(empty|zeros|array|asarray|ones)|\[\s*:", ln) for ln in lines)
     assert [len(o) for o in outs] == [1, 3, 3]
+    text = "\n".join(lines)
+    for texts in inputs.values():                     # an input that is not a name is read once
+        assert all(text.count(x) == 1 for x in texts), texts
     kernel32, _, _ = corpus["f32"]
     assert {p.dtype for p in kernel32.params} == {"float32"}
     inputs = {p.name: [f"{p.name}[{j}]" for j in range(int(np.prod(p.shape)))] for p in kernel32.params}
     lines, _ = scalar_lines(kernel32, inputs, lambda s: fresh(s, set(taken)))
-    text = "\n".join(lines)
-    assert "float64" not in text and "numpy.float32(" in text
+    text32 = "\n".join(lines)
+    assert "float64" not in text32 and "numpy.float32(" in text32
 
 
 def test_views_and_broadcast_operands_cost_no_line():
