@@ -1,7 +1,7 @@
 """Differentiable simulation: loops in symgrad against JAX, CasADi, torch and hand-written numba, side by side.
 
     python benchmarks/loops.py [--quick] [--steps 10,100,1000,10000] [--rnn-steps 500] [--reps 3]
-                               [--compile-limit 60] [--only lorenz|rnn]
+                               [--compile-limit 60] [--only lorenz|rnn] [--impls jax_fori,numba,...]
 
 Workloads (float64, value and gradient):
 
@@ -59,7 +59,8 @@ long in a fresh process is reported and not run further (the process is stopped 
 processes other than JAX's get ``--mem-limit`` GiB of data memory (default 6). ``--quick`` (under a minute on
 2 cores for the peers; symgrad's compiles add to it): steps 10 and 100, one fresh process per implementation,
 fewer samples, a 20 s limit, JAX unrolled and the RNN's CasADi SX unrolled left out. No timing is asserted;
-the closing summary compares the figures with the targets of issue 15.
+the closing summary compares the figures with the targets of issue 15. ``SYMGRAD_COMPILE=sync`` (inherited by
+the fresh processes) measures symgrad with the numba compile blocking the hot call instead.
 """
 from __future__ import annotations
 
@@ -564,7 +565,7 @@ def impl_of(workload: str, key: str) -> Impl:
     return next(i for i in WORKLOADS[workload] if i.key == key)
 
 
-def args_of(workload: str, n: int, check: bool = False) -> tuple:
+def args_of(workload: str, n: int) -> tuple:
     if workload == "lorenz":
         return (P.copy(),)
     return rnn_data(n)
@@ -599,12 +600,20 @@ def mismatch(got, want) -> str | None:
 
 # ------------------------------------------------------------------------------------ a fresh process
 
-def child(workload: str, key: str, n: int, cap: float, budget: float = 2.0) -> None:
+def child(workload: str, key: str, n: int, cap: float, mem_gb: float, budget: float = 2.0) -> None:
     """Measure one implementation in this (fresh) process and print one JSON line: seconds to import its
     libraries, to build it, and of its calls up to full speed and a few more while they are cheap (they show
     whether the speed has settled); ``full``: the index of the first call at full speed (None: not within
-    ``cap`` seconds)."""
+    ``cap`` seconds). Data memory is limited to ``mem_gb`` GiB (0: no limit; never for JAX, whose allocator
+    reserves address space up front); processes this one starts (symgrad's compile helper) inherit it."""
     impl = impl_of(workload, key)
+    if mem_gb > 0 and "jax" not in impl.libs:
+        try:
+            import resource  # POSIX only
+            nbytes = int(mem_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_DATA, (nbytes, nbytes))
+        except (ImportError, ValueError, OSError):
+            pass
     args = args_of(workload, n)
     t0 = time.perf_counter()
     for name in impl.libs:
@@ -622,26 +631,17 @@ def child(workload: str, key: str, n: int, cap: float, budget: float = 2.0) -> N
     print(json.dumps({"import": imp, "setup": setup, "calls": calls, "full": full}))
 
 
-def _limit_memory(nbytes: int) -> Callable[[], None]:
-    def apply() -> None:
-        import resource  # POSIX only: the limit is skipped elsewhere
-        resource.setrlimit(resource.RLIMIT_DATA, (nbytes, nbytes))
-    return apply
-
-
-def run_child(workload: str, key: str, n: int, cap: float, mem_gb: float) -> dict:
-    """One fresh process (empty symgrad cache; data memory limited to ``mem_gb``, except for JAX, whose
-    allocator reserves address space up front), stopped after ``cap`` + 30 seconds."""
+def run_child(workload: str, key: str, n: int, cap: float, mem_gb: float, extra: float = 0.0) -> dict:
+    """One fresh process (empty symgrad cache, ``mem_gb`` GiB of data memory), stopped after ``cap`` + 30 s
+    + ``extra``."""
+    timeout = cap + 30 + extra
     cache = tempfile.mkdtemp(prefix="symgrad-loops-child-")
     env = dict(os.environ, SYMGRAD_CACHE_DIR=cache)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", workload, key, str(n), f"{cap:g}"]
-    limit = None
-    if mem_gb > 0 and "jax" not in impl_of(workload, key).libs and os.name == "posix":
-        limit = _limit_memory(int(mem_gb * 2**30))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", workload, key, str(n), f"{cap:g}", f"{mem_gb:g}"]
     try:
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=cap + 30, preexec_fn=limit)
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"timeout": cap + 30}
+        return {"timeout": timeout}
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     if r.returncode != 0:
@@ -652,25 +652,25 @@ def run_child(workload: str, key: str, n: int, cap: float, mem_gb: float) -> dic
 
 # ------------------------------------------------------------------------------------ steady timing
 
-def steady_times(calls: dict[str, tuple[Callable, tuple]], rounds: int, budget: float) -> dict[str, float]:
-    """Median seconds per call. Each round times every implementation in turn, a block of samples each;
-    a sample is several consecutive calls for the fast ones (about 2 ms of work); about ``budget`` seconds
-    per implementation in all (at least 3 samples)."""
+def steady_times(calls: dict[str, tuple[Callable, tuple, float]], rounds: int, budget: float) -> dict[str, float]:
+    """Median seconds per call; ``calls`` holds (function, arguments, seconds of one call at full speed, roughly).
+    Each round times every implementation in turn, a block of samples each (after one untimed call, for the
+    fast ones); a sample is several consecutive calls for the fast ones (about 2 ms of work); about ``budget``
+    seconds per implementation in all, and at least 3 samples."""
     plan = {}
-    for label, (fn, args) in calls.items():
-        t0 = time.perf_counter()
-        fn(*args)
-        per = max(time.perf_counter() - t0, 1e-7)
+    for label, (_, _, per) in calls.items():
+        per = max(per, 1e-7)
         inner = max(1, int(2e-3 / per))
         samples = max(3, int(budget / (inner * per)))
-        plan[label] = (inner, max(1, samples // rounds), min(rounds, samples))
+        plan[label] = (inner, max(1, samples // rounds), min(rounds, samples), per < 0.05)
     ts: dict[str, list[float]] = {label: [] for label in calls}
     for r in range(rounds):
-        for label, (fn, args) in calls.items():
-            inner, per_round, active = plan[label]
+        for label, (fn, args, _) in calls.items():
+            inner, per_round, active, warm = plan[label]
             if r >= active:
                 continue
-            fn(*args)
+            if warm:
+                fn(*args)
             for _ in range(per_round):
                 t0 = time.perf_counter()
                 for _ in range(inner):
@@ -688,7 +688,7 @@ class Row:
     status: str = ""                   # "" when measured; else why not
     fresh: list[dict] = field(default_factory=list)
     steady: float | None = None
-    check_note: str = ""
+    notes: list[str] = field(default_factory=list)
 
     def fresh_ok(self) -> list[dict]:
         return [f for f in self.fresh if "calls" in f]
@@ -742,6 +742,7 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
                  rounds: int, budget: float, log=print) -> dict[int, list[Row]]:
     table: dict[int, list[Row]] = {}
     prev: dict[str, tuple[int, float]] = {}    # key -> (steps, time to full speed) of the last measured count
+    per_call: dict[str, tuple[int, float]] = {}  # key -> (steps, steady seconds per call) likewise
     stopped: dict[str, str] = {}               # key -> why it no longer runs
     for n in steps:
         rows = [Row(i, n) for i in impls]
@@ -761,7 +762,13 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
                 if row.status:
                     continue
                 log(f"  ... {workload} {n} steps: {row.impl.label}, fresh process {rep + 1}/{reps}")
-                f = run_child(workload, row.impl.key, n, limit, mem_gb)
+                # slow calls (torch eager at 10000 steps) get time for the few calls a fresh process makes
+                m, t = per_call.get(row.impl.key, (n, 0.0))
+                f = run_child(workload, row.impl.key, n, limit, mem_gb, extra=4 * t * n / m)
+                if "timeout" in f and row.fresh_ok():
+                    row.notes.append(f"fresh process {rep + 1} stopped after {f['timeout']:.0f} s")
+                    row.status = "drop-reps"
+                    continue
                 row.fresh.append(f)
                 if "timeout" in f:
                     row.status = f"over {f['timeout']:.0f} s in a fresh process (stopped)"
@@ -769,9 +776,18 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
                 elif "error" in f:
                     row.status = f"error in a fresh process: {f['error']}"
                 elif f["full"] is None:
-                    row.status = f"not at full speed after {limit:.0f} s in a fresh process"
+                    c = f["calls"]
+                    later = np.median(c[1:] or c)
+                    row.status = (f"not at full speed after {limit:.0f} s in a fresh process (1st call "
+                                  f"{f['setup'] + c[0]:.2f} s, then {len(c) - 1} calls of {later:.3g} s)")
                     stopped[row.impl.key] = f"skipped: not at full speed after {limit:.0f} s at {n} steps"
+        for row in rows:
+            if row.status == "drop-reps":
+                row.status = ""
         # this process: build, check against torch, then steady timing
+        if all(row.status for row in rows):
+            table[n] = rows
+            continue
         check_args, note = checkpoint_for(workload, n)
         want = lorenz_torch(n)(*check_args) if workload == "lorenz" else rnn_torch(n)(*check_args)
         args = args_of(workload, n)
@@ -782,7 +798,7 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
             log(f"  ... {workload} {n} steps: {row.impl.label}, building and checking in this process")
             try:
                 vg = row.impl.make(n)
-                _, full = warm_up(row.impl, vg, args, limit)
+                times, full = warm_up(row.impl, vg, args, limit)
                 if full is None:
                     row.status = f"not at full speed after {limit:.0f} s in this process"
                     continue
@@ -793,13 +809,15 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
             if bad:
                 row.status = f"WRONG vs torch ({bad})"
                 continue
-            row.check_note = note
-            calls[row.impl.label] = (vg, args)
+            if note:
+                row.notes.append(note)
+            calls[row.impl.label] = (vg, args, min(times[full:] or times))
         log(f"  ... {workload} {n} steps: steady timing")
         times = steady_times(calls, rounds, budget)
         for row in rows:
             if row.impl.label in times:
                 row.steady = times[row.impl.label]
+                per_call[row.impl.key] = (n, row.steady)
                 fs = row.full_speed()
                 if fs is not None:
                     prev[row.impl.key] = (n, fs[2])
@@ -834,8 +852,7 @@ def print_table(title: str, workload: str, table: dict[int, list[Row]], reps: in
                 imp, first, full, cnt = fs
                 fresh = f"{imp:8.2f}  {first:10.3f}  {f'{full:.3f} ({cnt})':>15}"
             ratios = "  ".join(f"{r.steady / ref_t[k]:20.3g}" if ref_t[k] else f"{'-':>20}" for k in refs)
-            print(f"{head}  {fresh}  {1e3 * r.steady:10.4g}  {ratios}" + (f"  [{r.check_note}]" if r.check_note
-                                                                              else ""))
+            print(f"{head}  {fresh}  {1e3 * r.steady:10.4g}  {ratios}" + "".join(f"  [{x}]" for x in r.notes))
 
 
 def summary(tables: dict[str, dict[int, list[Row]]]) -> None:
@@ -884,8 +901,16 @@ def summary(tables: dict[str, dict[int, list[Row]]]) -> None:
             line(sc.steady <= jx.steady, f"RNN {n} steps: sg.scan steady <= JAX scan's: {sc.steady / jx.steady:.2f}x")
 
 
+def load() -> str:
+    """The 1-minute load average (other processes change every figure above: compare on an idle machine)."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "unknown"
+
+
 def versions() -> str:
-    out = [f"{os.cpu_count()} CPUs", f"numpy {np.__version__}"]
+    out = [f"{os.cpu_count()} CPUs (load average {load()})", f"numpy {np.__version__}"]
     for name in ("numba", "torch", "jax", "casadi"):
         if installed(name):
             try:
@@ -906,12 +931,15 @@ def main(argv=None) -> None:
     ap.add_argument("--compile-limit", type=float, default=None,
                     help="seconds to full speed beyond which a larger step count is skipped (default 60)")
     ap.add_argument("--only", choices=sorted(WORKLOADS), default=None, help="one workload")
+    ap.add_argument("--impls", default=None,
+                    help="implementation keys to run, comma separated (" + ", ".join(
+                        dict.fromkeys(i.key for w in WORKLOADS.values() for i in w)) + ")")
     ap.add_argument("--mem-limit", type=float, default=6.0,
                     help="GiB of data memory a fresh process may use (0: no limit; not applied to JAX)")
-    ap.add_argument("--child", nargs=4, metavar=("WORKLOAD", "IMPL", "STEPS", "CAP"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=5, metavar=("WORKLOAD", "IMPL", "STEPS", "CAP", "MEM"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]), float(args.child[3]))
+        child(args.child[0], args.child[1], int(args.child[2]), float(args.child[3]), float(args.child[4]))
         return
     t_start = time.perf_counter()
     quick = args.quick
@@ -924,9 +952,10 @@ def main(argv=None) -> None:
     print(f"symgrad: fori_loop {'built' if hasattr(sg, 'fori_loop') else 'not built'}, scan "
           f"{'built' if hasattr(sg, 'scan') else 'not built'}; this process's cache folder {_CACHE} (fresh)")
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    keys = set(args.impls.split(",")) if args.impls else None
     tables = {}
     if args.only in (None, "lorenz"):
-        impls = [i for i in LORENZ if not (quick and i.full_only)]
+        impls = [i for i in LORENZ if not (quick and i.full_only) and (keys is None or i.key in keys)]
         tables["lorenz"] = run_workload("lorenz", steps, impls, reps, limit, args.mem_limit, rounds, budget,
                                         log)
         print_table("Lorenz RK4 (h = 0.01, s0 = (1, 1, 1), p = (10, 28, 8/3)): value and gradient of sum(s_T**2) "
@@ -934,7 +963,7 @@ def main(argv=None) -> None:
         if quick:
             print("  (--quick leaves JAX unrolled out: its compile takes over 10 s at 10 steps)")
     if args.only in (None, "rnn"):
-        impls = [i for i in RNN if not (quick and i.full_only)]
+        impls = [i for i in RNN if not (quick and i.full_only) and (keys is None or i.key in keys)]
         tables["rnn"] = run_workload("rnn", [args.rnn_steps], impls, reps, limit, args.mem_limit, rounds,
                                      budget, log)
         print_table(f"tanh RNN, 64 units, {args.rnn_steps} steps, inputs of 8: value and gradient of sum(h_T**2) "
@@ -942,7 +971,7 @@ def main(argv=None) -> None:
         if quick:
             print("  (--quick leaves JAX unrolled and CasADi SX unrolled out: builds of 20-40 s)")
     summary(tables)
-    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
+    print(f"\ntotal {time.perf_counter() - t_start:.0f} s; load average {load()} at the end")
 
 
 if __name__ == "__main__":
