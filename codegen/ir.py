@@ -204,7 +204,9 @@ class Scan(Statement):
     ``step`` (the 0-d int64 ``start + k``) and ``const`` (``consts``, in order), and returns the new carry and, when
     ``y_width``, the step's flat output. ``target`` is flat: the final carry, then the outputs stacked by step
     (``length × y_width``, row ``k`` from step ``k`` in either direction). A while loop has ``length`` None and
-    a ``cond`` kernel (same groups, one 0-d bool output): the loop runs while it holds, without outputs."""
+    a ``cond`` kernel (same groups, one 0-d bool output): the loop runs while it holds, without outputs. With
+    ``acc_width``, the carry's last ``acc_width`` elements are running sums: ``body`` returns the carry's other
+    elements, then the increment to add to the sums in place, then the step's output."""
 
     target: str
     body: Kernel
@@ -220,6 +222,7 @@ class Scan(Statement):
     dtype: str
     note: str = ""
     cond: Kernel | None = None
+    acc_width: int = 0
 
 
 Stmt = (Elementwise | Reduce | Reshape | Broadcast | Transpose | Index | IndexAdd | MatMul | ArgReduce | CumSum

@@ -77,9 +77,14 @@ def loop_function(st: ir.Scan, name: str, emit_body: Callable[[ir.Kernel], str])
         lines[-1] = f"    while {test}:"
     x = "xs[k]" if st.xs is not None else "None"
     lines.append(f"        r = {step}({', '.join(_step_args(st, 'c', x, f'numpy.int64({st.start} + k)'))})")
-    lines.append("        c = r[0]")
+    first = wc - st.acc_width
+    if st.acc_width:          # running sums: the increment added in place
+        lines += ["        h = r[0]", f"        for j in range({first}):", "            c[j] = h[j]",
+                  "        d = r[1]", f"        for j in range({st.acc_width}):", f"            c[{first} + j] += d[j]"]
+    else:
+        lines.append("        c = r[0]")
     if wy:
-        lines.append("        y = r[1]")
+        lines.append(f"        y = r[{2 if st.acc_width else 1}]")
         lines.append(f"        for j in range({wy}):")
         lines.append(f"            out[{wc} + k * {wy} + j] = y[j]")
     lines.append(f"    for j in range({wc}):")
@@ -121,6 +126,10 @@ def _scalar_loop(st: ir.Scan, name: str, head: list[str], steps: str, dt: str, t
             inputs[q.name] = names
     lines, outs = scalar.scalar_lines(st.body, inputs, fresh)
     new_c = outs[0]
+    if st.acc_width:          # running sums: the increments added to the carry's last elements
+        first = wc - st.acc_width
+        new_c = list(new_c) + [f"{carry[first + j]} + {d}" for j, d in enumerate(outs[1])]
+        outs = [new_c] + outs[2:]
     if st.cond is None:
         loop = [f"    for k in {steps}:"]
         select = lines

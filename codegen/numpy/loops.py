@@ -25,14 +25,20 @@ def emit_scan(st: ir.Scan, emit_kernel: Callable[[ir.Kernel], str]) -> list[str]
                         f"        {t}_c = numpy.asarray({call}[0], dtype=numpy.{st.dtype})",
                         f"    {t} = {t}_c"]
     steps = f"range({st.length} - 1, -1, -1)" if st.reverse else f"range({st.length})"
-    lines.append(f"    {t}_c = numpy.asarray({st.init}, dtype=numpy.{st.dtype})")
+    head = st.carry_width - st.acc_width
+    y = 2 if st.acc_width else 1
+    lines.append(f"    {t}_c = numpy.array({st.init}, dtype=numpy.{st.dtype})")
     if st.y_width:
         lines.append(f"    {t}_y = numpy.empty(({st.length}, {st.y_width}), dtype=numpy.{st.dtype})")
     lines.append(f"    for {t}_k in {steps}:")
     lines.append(f"        {t}_r = {call}")
-    lines.append(f"        {t}_c = numpy.asarray({t}_r[0], dtype=numpy.{st.dtype})")
+    if st.acc_width:          # running sums: the increment added in place
+        lines.append(f"        {t}_c[:{head}] = {t}_r[0]")
+        lines.append(f"        {t}_c[{head}:] += {t}_r[1]")
+    else:
+        lines.append(f"        {t}_c = numpy.asarray({t}_r[0], dtype=numpy.{st.dtype})")
     if st.y_width:
-        lines.append(f"        {t}_y[{t}_k] = {t}_r[1]")
+        lines.append(f"        {t}_y[{t}_k] = {t}_r[{y}]")
         lines.append(f"    {t} = numpy.concatenate(({t}_c, {t}_y.ravel()))")
     else:
         lines.append(f"    {t} = {t}_c")

@@ -248,7 +248,7 @@ def _display(fn: Callable, kind: str, cspec: TreeSpec, c_in: list[Tensor], i_lea
         ins.append((lv, name))
     outs = [(f"{n}[k+1]", memo.get(_node_of(t).id, _node_of(t))) for n, t in zip(cnames, new_t)]
     outs += [(f"y{j if len(y_t) > 1 else ''}[k]", memo.get(_node_of(t).id, _node_of(t))) for j, t in enumerate(y_t)]
-    return {"carry": cname, "ins": ins, "outs": outs, "consts": tuple(const_names), "note": ""}
+    return {"carry": cname, "ins": ins, "outs": outs, "consts": tuple(const_names), "note": "", "n_carry": len(new_t)}
 
 
 def _node_of(t: Tensor) -> Node:

@@ -38,6 +38,11 @@ def columns(x: Node, a: int, b: int) -> Node:
     return apply("index", x, index=(("s", None, None, None), ("s", a, b, None)))
 
 
+def piece_rows(x: Node, a: int, b: int) -> Node:
+    """``x[a:b]`` of a matrix."""
+    return apply("index", x, index=(("s", a, b, None),))
+
+
 def reshape(x: Node, shape: tuple[int, ...]) -> Node:
     return x if x.shape == tuple(shape) else apply("reshape", x, shape=tuple(shape))
 
@@ -122,14 +127,18 @@ def adjoint_body(body: Body, need_x: bool, need_p: tuple[bool, ...]) -> Body:
     dt = body.new_carry.dtype
     wc, wx, wy = body.carry_width, body.x_width, body.y_width
     wp = sum(size(p.shape) for p, need in zip(body.consts, need_p) if need)
+    # the carry a step made, stored by the history scan, is read back rather than recomputed where the step's
+    # derivative needs it (tanh's 1 - tanh**2): the row then holds the carry before and after the step
+    outs = _carry_outputs(body)
+    wn = wc if outs else 0
     ca = leaf((wc + wp,), dt)
-    xa = leaf((wc + wx + wy,), dt)
+    xa = leaf((wc + wn + wx + wy,), dt)
     idx = leaf((), dtypes.int64) if body.index is not None else None
     consts = tuple(leaf(p.shape, p.dtype) for p in body.consts)
     c = piece(xa, 0, wc)
     mapping = {body.carry.id: c, **{p.id: q for p, q in zip(body.consts, consts)}}
     if body.x is not None:
-        mapping[body.x.id] = piece(xa, wc, wc + wx)
+        mapping[body.x.id] = piece(xa, wc + wn, wc + wn + wx)
     if idx is not None:
         mapping[body.index.id] = idx
     memo: dict[int, Node] = {}
@@ -138,23 +147,45 @@ def adjoint_body(body: Body, need_x: bool, need_p: tuple[bool, ...]) -> Body:
     roots, seeds = [new_c], [lam]
     if y is not None:
         roots.append(y)
-        seeds.append(piece(xa, wc + wx, wc + wx + wy))
+        seeds.append(piece(xa, wc + wn + wx, wc + wn + wx + wy))
     wrt = [c] + ([mapping[body.x.id]] if need_x else []) + [q for q, need in zip(consts, need_p) if need]
     grads, _ = backward_graph(roots, seeds, wrt)
     grads = [g if g is not None else zeros(w.shape, w.dtype) for g, w in zip(grads, wrt)]
+    if outs:
+        after = piece(xa, wc, 2 * wc)
+        stored = {memo[n.id].id: cast(reshape(piece(after, a, b), n.shape), n.dtype)
+                  for n, a, b in outs if n.id in memo and memo[n.id].op is not _src.leaf}
+        grads = rebuild(grads, stored) if stored else grads
     lam_prev = cast(grads[0], dt)
     xbar = reshape(cast(grads[1], dt), (wx,)) if need_x else None
     pbars = grads[1 + need_x:]
+    accumulates = None
     if wp:
         flat = cat([reshape(cast(g, dt), (size(g.shape),)) for g in pbars], 0, dt)
         new_carry = cat([lam_prev, add(piece(ca, wc, wc + wp), flat)], 0, dt)
+        accumulates = (wc, lam_prev, flat)
     else:
         new_carry = lam_prev
-    adj = Body(ca, xa, idx, consts, new_carry, xbar, label=f"adjoint of {body.label}",
+    adj = Body(ca, xa, idx, consts, new_carry, xbar, label=f"adjoint of {body.label}", accumulates=accumulates,
                display=_adjoint_display(body, memo, mapping, lam, lam_prev, pbars, need_p, consts))
     adj.memo["primal"] = body
+    adj.memo["after"] = bool(outs)
     body.memo[key] = adj
     return adj
+
+
+def _carry_outputs(body: Body) -> list[tuple[Node, int, int]]:
+    """The step's carry parts as the user's nodes made them, with their place in the packed carry
+    (``(node, start, stop)``); empty where the body is not a traced step (derived bodies)."""
+    d = body.display
+    if body.derived is not None or d is None or "n_carry" not in d:
+        return []
+    out, off = [], 0
+    for _, n in d["outs"][:d["n_carry"]]:
+        k = size(n.shape)
+        out.append((n, off, off + k))
+        off += k
+    return out if off == body.carry_width else []
 
 
 def _adjoint_display(body: Body, memo: dict, mapping: dict, lam: Node, lam_prev: Node, pbars: list[Node],
@@ -195,13 +226,20 @@ def scan_vjp(node: Node, g: Node) -> tuple[Node | None, ...]:
     hw = wy + wc
     hist = history_node(node)
     stored = columns(reshape(piece(hist, wc, wc + length * hw), (length, hw)), wy, hw)
+    adj = adjoint_body(body, need_x, need_p)
     parts = [stored]
+    if adj.memo.get("after"):
+        final = reshape(piece(hist, 0, wc), (1, wc))
+        if length > 1:
+            rows = [final, piece_rows(stored, 0, length - 1)] if reverse else [piece_rows(stored, 1, length), final]
+            parts.append(cat(rows, 0, dt))
+        else:
+            parts.append(final)
     if xs is not None:
         parts.append(xs)
     if wy:
         parts.append(reshape(piece(g, wc, wc + length * wy), (length, wy)))
     xs_a = cat(parts, 1, dt)
-    adj = adjoint_body(body, need_x, need_p)
     wp = adj.carry_width - wc
     lam = piece(g, 0, wc)
     init_a = cat([lam, zeros((wp,), dt)], 0, dt) if wp else lam

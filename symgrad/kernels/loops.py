@@ -30,7 +30,13 @@ def step_kernel(body: Body, name: str, cond: bool = False) -> ir.Kernel:
     """The body as a kernel, or (``cond``) its while condition (cached per body and name)."""
     key = ("kernel", name, cond)
     if key not in body.memo:
-        outs = share_histories(simplify_graph([body.cond] if cond else body.outputs()))
+        if cond:
+            outs = [body.cond]
+        elif body.accumulates is not None:
+            outs = [body.accumulates[1], body.accumulates[2]] + ([body.y] if body.y is not None else [])
+        else:
+            outs = body.outputs()
+        outs = share_histories(simplify_graph(outs))
         kernel, _ = lower(name, step_params(body), outs, doc=f"one {body.label}", groups=STEP_GROUPS)
         body.memo[key] = kernel
     return body.memo[key]
@@ -42,8 +48,10 @@ def lower_scan(node: Node, target: str, args: list[str]) -> list:
     xs = args[1] if body.x is not None else None
     consts = tuple(args[2:] if body.x is not None else args[1:])
     cond = step_kernel(body, f"{target}_cond", cond=True) if body.cond is not None else None
+    acc = body.carry_width - body.accumulates[0] if body.accumulates is not None else 0
     return [ir.Scan(target, kernel, args[0], xs, consts, node.attr("length"), node.attr("reverse"),
-                    node.attr("start"), body.carry_width, body.y_width, node.shape, node.dtype.np.name, cond=cond)]
+                    node.attr("start"), body.carry_width, body.y_width, node.shape, node.dtype.np.name, cond=cond,
+                    acc_width=acc)]
 
 
 scan.lower = lower_scan

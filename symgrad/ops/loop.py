@@ -51,6 +51,10 @@ class Body:
     names: tuple[tuple[str, Shape], ...] = ()
     label: str = "step"
     cond: Node | None = None        # while_loop: the 0-d bool ``cond_fun(carry)``; the loop runs while it holds
+    #: ``(head, next_head, delta)`` when the carry's elements from ``head`` on are running sums:
+    #: ``new_carry == cat(next_head, carry[head:] + delta)`` with ``delta`` not reading them (adjoint steps);
+    #: kernels then add ``delta`` in place instead of rebuilding the carry
+    accumulates: tuple[int, Node, Node] | None = None
     display: dict | None = None     # how formulas print the step: ``{"carry", "ins", "outs", "consts", "note"}``
     memo: dict = field(default_factory=dict, repr=False)   # derived bodies, by what derives them
 
