@@ -16,7 +16,7 @@ import sympy as sp
 
 import symgrad as sg
 from codegen import cache as cg_cache
-from codegen import ir, load_kernel
+from codegen import emit_numpy, ir, load_kernel
 from codegen.names import fresh
 from codegen.numba.scalar import PRELUDE, SCALAR_LIMIT, emit_scalar, scalar_lines, scalarizable
 
@@ -130,9 +130,47 @@ def _kernel_of(fn, args, mode):
     return kernel, entry.prog.fn, arrays
 
 
+def _hand_forms() -> ir.Kernel:
+    """Forms the traced corpus does not reach: batched and 1-d @ 2-d matmul, negative axes and steps, ``...``,
+    slice scatters, conversions in concat and casts, reductions over several or empty axes, int and bool folds."""
+    a, b, c = ir.Param("a", 0, (2, 3), "float64"), ir.Param("b", 1, (3,), "float64"), ir.Param("c", 2, (2, 2, 3),
+                                                                                              "float64")
+    i, m, e = ir.Param("i", 3, (3,), "int64"), ir.Param("m", 4, (3,), "bool"), ir.Param("e", 5, (2, 0), "float64")
+    A, I, M = sp.Symbol("a", real=True), sp.Symbol("i", real=True), sp.Symbol("m", real=True)
+    body = (
+        ir.MatMul("t0", "c", "b", (2, 2), "float64"),
+        ir.Transpose("t1", "a", (-1, -2), (3, 2), "float64"),
+        ir.MatMul("t2", "b", "t1", (2,), "float64"),
+        ir.Index("t3", "a", (("e",), ("n",), ("s", None, None, -1)), (2, 1, 3), "float64"),
+        ir.IndexAdd("t4", "b", (("s", 1, 4, None),), (5,), "float64"),
+        ir.CumSum("t5", "a", -1, True, (2, 3), "float64"),
+        ir.Concat("t6", ("i", "b"), 0, False, (6,), "float64"),
+        ir.Reduce("t7", "sum", "c", (0, -1), True, (1, 2, 1), "float64"),
+        ir.Reduce("t8", "prod", "i", (0,), False, (), "int64"),
+        ir.Reduce("t9", "max", "m", (0,), False, (), "bool"),
+        ir.Reduce("t10", "sum", "e", (1,), False, (2,), "float64"),
+        ir.Reduce("t11", "min", "a", (0,), False, (3,), "float64"),
+        ir.ArgReduce("t12", "argmin", "a", None, True, (1, 1), "int64"),
+        ir.Elementwise("t13", I * 2 - 1, (3,), "int64"),
+        ir.Elementwise("t14", sp.And(sp.Ne(M, 0), sp.StrictGreaterThan(I, 0)), (3,), "bool"),
+        ir.Elementwise("t15", A * 3, (2, 3), "int64"),
+        ir.Size("t16", "c", (0, 2), (), "int64"),
+        ir.IndexAdd("t17", "t13", (("a", (1, 1, 0), (3,)),), (2,), "int64"),
+    )
+    return ir.Kernel("hand_forms", (a, b, c, i, m, e), body,
+                     tuple(f"t{k}" for k in range(18) if k != 1), doc="hand-built forms")
+
+
 @pytest.fixture(scope="module")
 def corpus():
-    return {name: _kernel_of(fn, args, mode) for name, fn, args, mode in CORPUS}
+    out = {name: _kernel_of(fn, args, mode) for name, fn, args, mode in CORPUS}
+    kernel = _hand_forms()
+    fn, _ = load_kernel(emit_numpy(kernel), kernel.name, prefix="test_scalar_np")
+    rng = np.random.default_rng(3)
+    arrays = [rng.normal(size=(2, 3)), rng.normal(size=(3,)), rng.normal(size=(2, 2, 3)), np.array([3, -2, 4]),
+              np.array([False, True, False]), np.zeros((2, 0))]
+    out["hand_forms"] = (kernel, fn, arrays)
+    return out
 
 
 def _combined_source(kernels: dict) -> tuple[str, list[tuple[str, str, np.ndarray, str]]]:
@@ -190,7 +228,7 @@ def _check(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("name", [c[0] for c in CORPUS])
+@pytest.mark.parametrize("name", [c[0] for c in CORPUS] + ["hand_forms"])
 def test_corpus_agrees_with_numpy_kernel(name, corpus, combined):
     kernel, fn, arrays = corpus[name]
     assert scalarizable(kernel)
