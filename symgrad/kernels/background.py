@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import codegen
+from codegen.cache import cache_dir, cache_disabled, load_kernel, source_hash
 
 from . import stats as _stats
 
@@ -44,6 +45,9 @@ log = logging.getLogger("symgrad")
 MODES = ("background", "sync", "thread", "process")
 #: seconds the helper process waits for a job before it exits (it is started again when needed)
 HELPER_IDLE_S = 120.0
+#: the helper process's nice increment: where no core is idle the caller's calls get a little more of the CPU
+#: (a large one starves the compile on a busy machine: at 10, 3% of a core under a load of 12 on 2 cores)
+HELPER_NICE = 2
 #: seconds the exit handler waits for the worker thread
 EXIT_JOIN_S = 0.5
 
@@ -122,6 +126,7 @@ def numba_signature(desc: Sequence[tuple]) -> tuple:
 _HELPER_SOURCE = r'''
 import json, os, select, signal, sys, time, traceback, warnings
 signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's; this process ends with its stdin
+os.nice(int(sys.argv[2]))                         # the caller's own work comes first on a busy machine
 proto = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)                                     # stray prints must not corrupt the protocol
 idle = float(sys.argv[1])
@@ -147,11 +152,9 @@ while True:
         if os.environ.get("SYMGRAD_CACHE_DIR") != job["folder"]:
             os.environ["SYMGRAD_CACHE_DIR"] = job["folder"]
             reset_cache_dir()
-        with open(job["path"], encoding="utf-8") as f:
-            src = f.read()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            jit, _ = load_kernel(src, job["name"], prefix=job["prefix"])
+            jit, _ = load_kernel(job["source"], job["name"], prefix=job["prefix"], light=False)
             jit.compile(signature(job["sig"]))
         events = getattr(jit._cache, "events", None) or [{}]
         reply = {"ok": True, "seconds": time.perf_counter() - t0, "event": events[-1].get("event", "compile"),
@@ -178,7 +181,7 @@ class _Helper:
         root = str(Path(codegen.__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-        self.proc = subprocess.Popen([sys.executable, "-c", _HELPER_SOURCE, str(HELPER_IDLE_S)],
+        self.proc = subprocess.Popen([sys.executable, "-c", _HELPER_SOURCE, str(HELPER_IDLE_S), str(HELPER_NICE)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, text=True, close_fds=True)
         first = self.proc.stdout.readline()
@@ -187,9 +190,10 @@ class _Helper:
             self.proc = None
             raise OSError(f"the compile helper process exited at start (code {code})")
 
-    def compile(self, path: Path, name: str, prefix: str, desc: Sequence[tuple]) -> dict:
-        """Compile ``name`` of the kernel file ``path`` for ``desc`` in the helper (numba's disk cache gets it)."""
-        job = json.dumps({"folder": str(path.parent), "path": str(path), "name": name, "prefix": prefix,
+    def compile(self, folder: Path, source: str, name: str, prefix: str, desc: Sequence[tuple]) -> dict:
+        """Compile function ``name`` of the kernel ``source`` (kept in the cache ``folder`` under ``prefix``) for
+        ``desc`` in the helper: numba's disk cache (and the object cache) get it."""
+        job = json.dumps({"folder": str(folder), "source": source, "name": name, "prefix": prefix,
                           "sig": [list(d) for d in desc]}) + "\n"
         for attempt in range(2):
             if self.proc is None or self.proc.poll() is not None:
@@ -236,8 +240,13 @@ class _Helper:
 _HELPER = _Helper()
 
 
-def _process_possible(path: Path) -> bool:
-    return os.name == "posix" and path.is_file() and bool(sys.executable) and _HELPER.unavailable is None
+def _on_disk(folder: Path, source: str, name: str, prefix: str) -> bool:
+    """numba's cache or the object cache has some signature of this kernel text (then this process loads it)."""
+    stem = f"{prefix}_{source_hash(source)}"
+    try:
+        return any(p.suffix in (".nbi", ".sgo") for p in (folder / "__pycache__").glob(f"{stem}.{name}*"))
+    except OSError:
+        return False
 
 
 def _cached(jit: Any, sig: tuple) -> bool:
@@ -258,39 +267,47 @@ def _guard_event(jit: Any) -> dict:
     return events[-1] if events else {}
 
 
-def compile_signature(jit: Any, desc: Sequence[tuple], path: Path, name: str, prefix: str) -> dict:
-    """Give the numba dispatcher ``jit`` (function ``name`` of the kernel file ``path``, made by ``load_kernel``
-    with ``prefix``) its overload for ``desc``, from the worker thread: loaded from numba's disk cache when it has
-    it, else compiled by the helper process and loaded, or compiled in this thread. Returns ``{"how": ...,
-    "event": "compile" | "load" | "reuse", "stages": ...}``; raises what the compile raises."""
-    light = getattr(type(jit), "cached", None)
-    if light is not None:                          # a ``codegen.numba_object.LightKernel``
+def build(source: str, name: str, prefix: str, desc: Sequence[tuple]) -> tuple[Any, Path, dict]:
+    """From the worker thread: function ``name`` of the numba kernel ``source``, loaded (``load_kernel`` with
+    ``prefix``) with its overload for ``desc`` ready to call, and how it got there (``{"how": ..., "event":
+    "compile" | "load" | "reuse", "stages": ...}``). A kernel numba's disk cache does not hold yet is compiled by
+    the helper process first, so this process only loads machine code (through the object cache, without
+    importing numba, where that serves it); in thread mode, or without a disk cache, it compiles here. Raises
+    what the compile raises."""
+    helper = None
+    folder = None if cache_disabled() else cache_dir()
+    if (MODE != "thread" and folder is not None and os.name == "posix" and _HELPER.unavailable is None
+            and not _on_disk(folder, source, name, prefix)):
+        try:
+            helper = _HELPER.compile(folder, source, name, prefix, desc)
+        except OSError as exc:                       # no helper on this system: threads from now on
+            _HELPER.unavailable = str(exc)
+            log.debug("symgrad: no compile helper process (%s); compiling in a thread", exc)
+        else:
+            for w in helper.get("warnings", ()):
+                log.debug("numba (helper process): %s", w)
+    jit, path = load_kernel(source, name, prefix=prefix)
+    info = _ready(jit, desc)
+    if helper is not None:
+        how = "helper process" if info["event"] in ("load", "reuse") else "helper process, then this thread"
+        info = {"how": how, "event": "compile", "stages": helper.get("stages", "")}
+    return jit, path, info
+
+
+def _ready(jit: Any, desc: Sequence[tuple]) -> dict:
+    """Give the kernel ``jit`` its overload for ``desc``: from the object cache, already compiled, numba's disk
+    cache, or compiled in this thread."""
+    if getattr(type(jit), "cached", None) is not None:     # a ``codegen.numba_object.LightKernel``
         if jit.cached(desc):                       # its object cache runs this signature without numba
             return {"how": "object cache", "event": "load", "stages": ""}
         jit = jit.dispatcher                       # numba's dispatcher behind it takes the signature
     sig = numba_signature(desc)
     if sig in jit.overloads:                       # a kernel of the same text, already compiled in this process
         return {"how": "already loaded", "event": "reuse", "stages": ""}
-    if _cached(jit, sig):
-        jit.compile(sig)
-        ev = _guard_event(jit)
-        return {"how": "disk cache", "event": ev.get("event", "load"), "stages": ev.get("stages", "")}
-    if MODE != "thread" and _process_possible(path):
-        try:
-            reply = _HELPER.compile(path, name, prefix, desc)
-        except OSError as exc:                       # no helper on this system: threads from now on
-            _HELPER.unavailable = str(exc)
-            log.debug("symgrad: no compile helper process (%s); compiling in a thread", exc)
-        else:
-            for w in reply.get("warnings", ()):
-                log.debug("numba (helper process): %s", w)
-            jit.compile(sig)                         # a load from the cache the helper just filled
-            ev = _guard_event(jit)
-            how = "helper process" if ev.get("event") == "load" else "helper process, then this thread (not cached)"
-            return {"how": how, "event": "compile", "stages": reply.get("stages", "")}
+    how = "disk cache" if _cached(jit, sig) else "thread"
     jit.compile(sig)
     ev = _guard_event(jit)
-    return {"how": "thread", "event": ev.get("event", "compile"), "stages": ev.get("stages", "")}
+    return {"how": how, "event": ev.get("event", "compile"), "stages": ev.get("stages", "")}
 
 
 # ---------------------------------------------------------------------- the worker thread

@@ -152,12 +152,20 @@ class Program:
         return tier.jit
 
     def _emit(self, tier: _Tier) -> None:
-        """Emit and load the tier's numba source (the caller's thread in sync mode, the worker's in background)."""
-        from codegen.numba import emit_numba  # deferred: the numba emitter (numba itself) only once a program is hot
+        """Emit and load the tier's numba kernel (sync mode: the caller's thread)."""
         t0 = time.perf_counter()
+        src = self._emit_source(tier)
+        if src is None:
+            return
+        jit, path = load_kernel(src, self.kernel.name, prefix="numba")
+        _stats.add_time("emit", time.perf_counter() - t0)
+        self._loaded(tier, src, jit, path)
+
+    def _emit_source(self, tier: _Tier) -> str | None:
+        """The tier's numba source; None (and the reason kept) where the numba emitter refuses the IR."""
+        from codegen.numba import emit_numba  # deferred: the numba emitter only once a program is hot
         try:
-            src = emit_numba(self.kernel, out_params=tier.out_params) if tier.out_params else emit_numba(self.kernel)
-            jit, path = load_kernel(src, self.kernel.name, prefix="numba")
+            return emit_numba(self.kernel, out_params=tier.out_params) if tier.out_params else emit_numba(self.kernel)
         except Exception as exc:  # noqa: BLE001 - the numpy kernel stays in use, loudly in the log
             tier.error = str(exc)
             tier.state = "refused"
@@ -167,13 +175,13 @@ class Program:
             _stats.count("numba_refused")
             log.debug("numba kernel for %s not available (%s); the numpy kernel stays in use", self.kernel.name, exc)
             _stats.log_line(f"numba refuses {self.label}: the numpy kernel stays ({str(exc).splitlines()[0]})")
-            return
-        dt = time.perf_counter() - t0
-        _stats.add_time("emit", dt)
+            return None
+
+    def _loaded(self, tier: _Tier, src: str, jit: Any, path: Path) -> None:
         tier.jit, tier.path, tier.source = jit, path, src
         if not tier.out_params:
             self.jit_source = src
-        log.debug("numba kernel %s after %d calls: %s (%.1f ms)", self.kernel.name, self.calls, path, 1e3 * dt)
+        log.debug("numba kernel %s after %d calls: %s", self.kernel.name, self.calls, path)
 
     def kernel_for(self, args: Sequence[Any], out_params: Sequence[int] = ()) -> Callable | None:
         """The numba kernel to run this call's (kernel-order) arguments with, or None: the numpy kernel runs it.
@@ -254,34 +262,37 @@ class Program:
         return None
 
     def _compile_background(self, tier: _Tier, desc: tuple, reason: str) -> None:
-        """The worker thread's job: emit, compile (helper process or this thread), publish."""
+        """The worker thread's job: emit, compile (helper process or this thread), load, publish."""
         with _stats.compiling(f"{self.label} (background)"):
             try:
-                if tier.jit is None and tier.error is None:
-                    self._emit(tier)
-                if tier.jit is None or tier.path is None:
+                t0 = time.perf_counter()
+                src = tier.source or (None if tier.error is not None else self._emit_source(tier))
+                if src is None:
                     tier.state = "refused"
                     return
-                t0 = time.perf_counter()
+                t1 = time.perf_counter()
+                _stats.add_time("emit", t1 - t0)
                 try:
-                    info = background.compile_signature(tier.jit, desc, tier.path, self.kernel.name, "numba")
+                    jit, path, info = background.build(src, self.kernel.name, "numba", desc)
                 except Exception as exc:  # noqa: BLE001 - any compile error: the numpy tier stays, one warning
                     tier.state = "failed"
                     if background.closing():
                         return
-                    msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                    text = str(exc).strip()
+                    msg = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
                     tier.failure = msg
                     _stats.count("background_failed")
                     log.debug("background numba compile of %s failed: %s", self.kernel.name, exc)
                     _stats.log_line(f"numba {self.label} [{reason}; background]: failed ({msg}); the numpy kernel "
                                     "stays")
                     return
-                self._compiled(tier, info, time.perf_counter() - t0, reason + "; background")
+                self._loaded(tier, src, jit, path)
+                self._compiled(tier, info, time.perf_counter() - t1, reason + "; background")
                 _stats.count("background_done")
                 tier.state = "ready"
                 if not tier.out_params:
-                    self.jit = tier.jit
-                tier.live = tier.jit           # the switch: the next call reads it
+                    self.jit = jit
+                tier.live = jit                # the switch: the next call reads it
             except BaseException:
                 if tier.state == "pending":
                     tier.state = "failed"
