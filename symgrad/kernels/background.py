@@ -219,6 +219,19 @@ class _Helper:
             raise HelperError(f"the compile helper process died (exit code {code})")
         raise HelperError("the compile helper process did not answer")
 
+    def forget(self) -> None:
+        """In a forked child: the parent's helper is the parent's (this copy of its pipes closes, nothing else)."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    if f is not None:
+                        f.close()
+                except OSError:
+                    pass
+            proc.returncode = 0            # not this process's child: never waited for here
+            _ORPHANS.append(proc)
+
     def close(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
@@ -238,6 +251,7 @@ class _Helper:
 
 
 _HELPER = _Helper()
+_ORPHANS: list[subprocess.Popen] = []     # a forked child's copies of the parent's helper
 
 
 def _on_disk(folder: Path, source: str, name: str, prefix: str) -> bool:
@@ -317,6 +331,22 @@ _QUEUE: collections.deque[Callable[[], None]] = collections.deque()
 _PENDING = 0
 _CLOSING = False
 _WORKER: threading.Thread | None = None
+#: bumped in a forked child, where jobs queued before the fork (the parent's) never finish
+GENERATION = 0
+
+
+def _after_fork_in_child() -> None:
+    global _COND, _QUEUE, _PENDING, _WORKER, GENERATION
+    _COND = threading.Condition()
+    _QUEUE = collections.deque()
+    _PENDING = 0
+    _WORKER = None
+    GENERATION += 1
+    _HELPER.forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def submit(task: Callable[[], None]) -> bool:
@@ -328,6 +358,7 @@ def submit(task: Callable[[], None]) -> bool:
         if _WORKER is None or not _WORKER.is_alive():
             _WORKER = threading.Thread(target=_work, name="symgrad-compile", daemon=True)
             _WORKER.start()
+            atexit.unregister(_shutdown)
             atexit.register(_shutdown)
         _QUEUE.append(task)
         _PENDING += 1

@@ -58,7 +58,7 @@ class _Tier:
     """One numba kernel of a program: the plain one (``out_params`` empty), or the variant writing those outputs
     into extra arguments (``out=``). ``live`` is the dispatcher once it is compiled and may be called."""
 
-    __slots__ = ("out_params", "jit", "path", "source", "error", "live", "state", "failure", "switched")
+    __slots__ = ("out_params", "jit", "path", "source", "error", "live", "state", "failure", "switched", "gen")
 
     def __init__(self, out_params: tuple[int, ...]) -> None:
         self.out_params = out_params
@@ -70,6 +70,7 @@ class _Tier:
         self.state: str | None = None    # None, "pending", "refused", "failed", "ready"
         self.failure: str | None = None  # a failed compile's error, until it is warned about
         self.switched = False            # the tier switch has been counted and logged
+        self.gen = 0                     # background.GENERATION when its compile was queued
 
 
 class Program:
@@ -196,6 +197,8 @@ class Program:
                 self._switched(tier)
             return live
         state = tier.state
+        if state == "pending" and tier.gen != background.GENERATION:
+            state = tier.state = None      # queued before this process was forked: the parent's job
         if state is None:
             return self._compile_now(tier, args) if background.is_sync() else self._queue(tier, args)
         if state == "failed" and tier.failure is not None:
@@ -254,6 +257,7 @@ class Program:
                 tier.state = None
             else:
                 tier.state = "pending"
+                tier.gen = background.GENERATION
         if desc is None:
             return self._compile_now(tier, args)
         reason = f"hot: {self.calls} calls"

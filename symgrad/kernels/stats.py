@@ -181,6 +181,18 @@ class _Status:
 _STATUS = _Status()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child starts with fresh locks (another thread may have held them) and no background work."""
+    global _LOCK, _STATUS
+    _LOCK = threading.Lock()
+    _COUNTS["background_pending"] = 0
+    _STATUS = _Status()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class compiling:
     """``with compiling(what):`` the status line covers this block once it runs longer than ``STATUS_AFTER``."""
 

@@ -160,6 +160,39 @@ def test_eager_structure_moves_to_numba_in_the_background(fresh_cache, mode, mon
             np.testing.assert_allclose(u, v, rtol=1e-12)
 
 
+def test_forked_child_queues_the_parents_pending_compile_again(fresh_cache, mode):
+    mode("process")
+    f, _ = _unique_vg()
+    ref = f(X, Y)
+    f(X, Y)                               # queued in the parent (its helper compiles for seconds)
+    e = next(iter(f._entries.values()))
+    pid = os.fork()
+    if pid == 0:                          # the child: the parent's job is not its own
+        code = 3
+        try:
+            background.MODE = "thread"
+            code = 4 if background.pending() or e.prog._tiers[()].state != "pending" else code
+            f(X, Y)                       # queued again, on the child's own worker
+            if code == 3 and background.pending() == 1 and background.wait(60):
+                got = f(X, Y)
+                code = 0 if e.prog.compiled() is not None and np.allclose(got[0], ref[0], rtol=1e-12) else 5
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 90
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not done:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert done and os.waitstatus_to_exitcode(status) == 0
+    assert background.wait(120)
+    f(X, Y)
+    assert e.prog.compiled() is not None  # the parent's own compile finished too
+
+
 def test_argument_descriptions_type_as_numba_does():
     import numba
     a = np.arange(12.0).reshape(3, 4)
