@@ -225,7 +225,7 @@ EMIT: dict[type, Callable[[Any, _Context], list[str]]] = {
 WEAK = "weak"                       # the dtype of a Python literal: it takes the other operand's
 _FLOATS = ("float32", "float64")
 #: statement types that take a numpy scalar where a 0-d array would do
-_SCALAR_SAFE = (ir.Elementwise, ir.Reshape, ir.Broadcast, ir.Size, ir.Reduce)
+_SCALAR_SAFE = (ir.Elementwise, ir.Reshape, ir.Broadcast, ir.Size)
 _UFUNCS: dict[tuple, str | None] = {}
 
 
