@@ -71,26 +71,35 @@ from .printer import NumbaPrinter, is_float, np_dtype
 __all__ = ["SCALAR_LIMIT", "SCALAR_BUDGET", "PRELUDE", "SELECT", "scalarizable", "scalar_lines", "emit_scalar"]
 
 #: The most elements of any value (param, statement, output) that scalar emission takes. Measured on an RK4
-#: step of ``dx/dt = -x + a x³/(1 + x²) + b mean(x)`` and of its VJP, n elements, the step in a 1000-step numba
-#: loop, against the ``emit_numba`` kernel of the same IR called in a numba loop (µs per step; numba compile
-#: in CPU seconds, 2-core AVX2 under load, numba 0.68):
+#: step of ``dx/dt = -x + a f(x) + b mean(x)`` over n elements and on its VJP (the state read from row k of a
+#: stored trajectory, the parameters' adjoint accumulated), in a 1000-step numba loop, against the
+#: ``emit_numba`` kernel of the same IR called in the same loop: µs per step, and numba compile in CPU seconds
+#: (2-core AVX2 under load, numba 0.68; best of 7 runs of 1000 steps):
 #:
-#: ====  =====================  =====================  =====================  =====================
-#:  n     step scalar            step array kernel      VJP scalar             VJP array kernel
-#: ====  =====================  =====================  =====================  =====================
-#:   3    0.046 µs, 0.5 s        0.249 µs, 0.6 s        0.059 µs, 1.3 s        1.85 µs, 3.2 s
-#:   8    0.059 µs, 1.4 s        0.211 µs, 0.7 s        0.118 µs, 3.1 s        2.00 µs, 2.9 s
-#:  16    0.097 µs, 2.1 s        0.246 µs, 0.6 s        0.227 µs, 6.6 s        12.3 µs, 3.3 s
-#:  32    0.280 µs, 5.7 s        0.171 µs, 1.2 s        0.501 µs, 12.6 s       5.76 µs, 4.2 s
-#: ====  =====================  =====================  =====================  =====================
+#: ==========================  ==========  ==========  ==========  ==========  ==========
+#:  f = x³/(1+x²) (arithmetic)  n = 1       3           8           16          32
+#: ==========================  ==========  ==========  ==========  ==========  ==========
+#:  step, scalar                0.040 0.8   0.045 0.6   0.061 1.2   0.099 2.1   0.282 6.2
+#:  step, array kernel          0.064 0.5   0.233 0.7   0.133 0.7   0.144 0.6   0.170 0.7
+#:  VJP, scalar                 0.060 0.6   0.092 1.3   0.198 2.9   0.331 6.2   1.14 12.0
+#:  VJP, array kernel           0.484 1.3   2.32 3.5    2.02 2.7    2.35 3.3    6-17 2.6
+#: ==========================  ==========  ==========  ==========  ==========  ==========
+#:  f = tanh (libm-bound)
+#:  step, scalar                            0.164 0.6   0.435 1.1   0.533 1.9   1.04 4.0
+#:  step, array kernel                      0.243 0.8   0.687 0.6   0.656 0.6   1.17 0.6
+#:  VJP, scalar                             0.271 1.1   0.461 1.9   0.896 4.1   1.89 9.4
+#:  VJP, array kernel                       0.945 2.4   1.25 1.7    1.45 1.9    2.14 1.5
+#: ==========================  ==========  ==========  ==========  ==========  ==========
 #:
-#: Scalar code's compile time grows with the elements (≈ 5-15 ms of numba time per line) while the array
-#: kernel's does not; from 32 elements the array step is faster (its loops vectorise) and the scalar VJP
-#: takes 3x the array kernel's compile.
+#: Scalar code's compile time grows with the elements (about 5-15 ms of numba time per line) while the array
+#: kernel's does not. Up to 16 elements the scalar step is faster (1.2-5x, 7x for the arithmetic VJP) for at
+#: most 2-4x the array kernel's compile; at 32 the array step is as fast or faster (its loops vectorise) and
+#: scalar compiles take 4-7x longer (6-12 s).
 SCALAR_LIMIT = 16
 
 #: The most scalar operations (``_work``: elements computed times expression nodes, terms summed) of one
-#: kernel: about 3 per line emitted; the VJP above at 16 elements is 2643 (988 lines), at 32 5219.
+#: kernel, about 3 per line emitted: the arithmetic VJP above is 2643 at 16 elements (1004 lines, 6 s of
+#: compile), 5219 at 32.
 SCALAR_BUDGET = 3000
 
 #: The most terms of a sum printed on one line (long left-nested sums only deepen Python's parse).
@@ -821,7 +830,7 @@ def emit_scalar(kernel: ir.Kernel) -> str:
     """Source of a module defining ``kernel`` as one ``numba.njit(cache=True, error_model="numpy")`` function of
     straight-line scalar code, with ``emit_numba``'s calling convention (see the module docstring)."""
     for name in [kernel.name] + [p.name for p in kernel.params]:
-        if not name.isidentifier() or name in RESERVED:
+        if not name.isidentifier() or name in RESERVED or name.startswith("_sg_"):
             raise ValueError(f"emit_scalar: {name!r} cannot name a function or an argument")
     taken = {kernel.name, *(p.name for p in kernel.params), *RESERVED}
     new = lambda stem: fresh(stem, taken)  # noqa: E731
