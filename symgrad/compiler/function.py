@@ -22,6 +22,7 @@ from ..eager.grad_mode import enable_grad, is_grad_enabled
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..kernels import program as _program
+from ..kernels.roll import roll_loops
 from ..kernels import stats as _stats
 from ..kernels.program import Program
 from ..ops import A, apply
@@ -268,6 +269,7 @@ class CompiledFunction:
             out_node, extra = _as_node(out), []
             if self.has_aux:
                 extra, tree = _flatten(aux, "aux")
+        out_node, *extra = roll_loops([out_node, *extra])     # unrolled Python loops rolled back into loops
         outs = [out_node]
         grads: list = []
         t1 = time.perf_counter()
