@@ -49,6 +49,8 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from . import ir
+
 #: bytes of torch's ``Vectorized<T>`` for these kernels
 VECTOR_BYTES = 32
 #: torch's ``at::internal::GRAIN_SIZE``: fewer elements reduce serially
@@ -456,3 +458,19 @@ def torch_cumsum(a: np.ndarray, axis: int, reverse: bool = False) -> np.ndarray:
     if reverse:
         return np.flip(np.cumsum(np.flip(a, axis), axis=axis, dtype=acc), axis).astype(dt)
     return np.cumsum(a, axis=axis, dtype=acc).astype(dt, copy=False)
+
+
+# ------------------------------------------------------------------------------------------- which kernels
+
+def rounds_otherwise_in_numba(kernel: ir.Kernel) -> bool:
+    """Whether the numba kernel of ``kernel`` reduces in another order than its numpy code with ``torch_order``: a
+    float sum, mean, product, running sum or matrix product (numba's fused loops have their own order). Elementwise
+    code rounds alike in both, except transcendentals (numba calls libm, numpy has SIMD versions of some)."""
+    for st in kernel.body:
+        if getattr(st, "dtype", "") not in ("float32", "float64"):
+            continue
+        if isinstance(st, ir.Reduce) and st.kind in ("sum", "mean", "prod"):
+            return True
+        if isinstance(st, (ir.CumSum, ir.MatMul)):
+            return True
+    return False

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from codegen import emit_numpy, load_kernel
+from codegen import emit_numpy, load_kernel, runtime
 
 from ..core.graph import Node, toposort
 from ..derive.simplify import simplify_graph
@@ -110,6 +110,8 @@ class Program:
         t2 = time.perf_counter()
         self.specs = [(o.dtype, o.shape) for o in outs]
         self.hot_after = HOT_CALLS if hot_after is None else hot_after
+        if torch_order and runtime.rounds_otherwise_in_numba(self.kernel):
+            self.hot_after = 1 << 62  # eager numbers follow torch's: the numba kernel would round otherwise
         self.calls = 0
         self.jit: Callable | None = None
         self.jit_source = ""

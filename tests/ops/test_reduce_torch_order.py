@@ -129,3 +129,15 @@ def test_pow_specialised_exponents(dt):
         ours = _run(sg, lambda m, x, e=e: x ** e, [a])[1][0]
         _bits(ours, _run(torch, lambda m, x, e=e: x ** e, [a])[1][0])
     _bits(sg.rsqrt(sg.tensor(a)), torch.rsqrt(torch.tensor(a)))
+
+
+def test_hot_eager_programs_with_sums_keep_torch_order(monkeypatch):
+    # a structure seen EAGER_JIT_AFTER times moves to numba unless its numba loops would sum in another order
+    from symgrad.eager import autograd
+
+    monkeypatch.setattr(autograd, "EAGER_JIT_AFTER", 2)
+    a, b = _data((100, 100), "float32"), _data((100, 1), "float32", lo=0.5)
+    for _ in range(4):
+        _same(lambda m, x, y: x * y, [a, b])
+    prog = list(autograd._PROGRAMS.values())[-1].program
+    assert prog.jit is None and prog.hot_after > 10 ** 9
