@@ -79,8 +79,9 @@ def loop_function(st: ir.Scan, name: str, emit_body: Callable[[ir.Kernel], str])
     lines.append(f"        r = {step}({', '.join(_step_args(st, 'c', x, f'numpy.int64({st.start} + k)'))})")
     first = wc - st.acc_width
     if st.acc_width:          # running sums: the increment added in place
-        lines += ["        h = r[0]", f"        for j in range({first}):", "            c[j] = h[j]",
-                  "        d = r[1]", f"        for j in range({st.acc_width}):", f"            c[{first} + j] += d[j]"]
+        # the increment first: it may be a view of the carry's head (λ itself, for a value added to the carry)
+        lines += ["        d = r[1]", f"        for j in range({st.acc_width}):", f"            c[{first} + j] += d[j]",
+                  "        h = r[0]", f"        for j in range({first}):", "            c[j] = h[j]"]
     else:
         lines.append("        c = r[0]")
     if wy:

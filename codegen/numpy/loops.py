@@ -32,9 +32,10 @@ def emit_scan(st: ir.Scan, emit_kernel: Callable[[ir.Kernel], str]) -> list[str]
         lines.append(f"    {t}_y = numpy.empty(({st.length}, {st.y_width}), dtype=numpy.{st.dtype})")
     lines.append(f"    for {t}_k in {steps}:")
     lines.append(f"        {t}_r = {call}")
-    if st.acc_width:          # running sums: the increment added in place
-        lines.append(f"        {t}_c[:{head}] = {t}_r[0]")
+    if st.acc_width:          # running sums: the increment added in place, before the rest of the carry is
+        # overwritten (the increment may be a view of it: a closed-over value added to the carry has λ as its own)
         lines.append(f"        {t}_c[{head}:] += {t}_r[1]")
+        lines.append(f"        {t}_c[:{head}] = {t}_r[0]")
     else:
         lines.append(f"        {t}_c = numpy.asarray({t}_r[0], dtype=numpy.{st.dtype})")
     if st.y_width:

@@ -129,6 +129,18 @@ def dict_torch(p, x0):
     return (x * v).sum()
 
 
+def added_sg(p, s0):
+    # a closed-over value added to the carry: its cotangent is λ itself (a view of the adjoint's carry)
+    return (sg.fori_loop(0, 12, lambda i, s: s * 0.9 + sg.sin(s) * 0.05 + p, p * 1.0 + s0) ** 2).sum()
+
+
+def added_torch(p, s0):
+    s = p * 1.0 + s0
+    for _ in range(12):
+        s = s * 0.9 + torch.sin(s) * 0.05 + p
+    return (s ** 2).sum()
+
+
 _rng = np.random.default_rng(7)
 PROGRAMS = {
     "lorenz": (lorenz_sg, lorenz_torch, [np.array([10.0, 28.0, 8 / 3]), np.array([1.0, 1.0, 1.0])]),
@@ -137,6 +149,7 @@ PROGRAMS = {
                                 _rng.normal(size=(6, 2))]),
     "wide_rnn": (rnn_sg, rnn_torch, [_rng.normal(size=(10, 10)) * 0.3, _rng.normal(size=(10, 2)),
                                      _rng.normal(size=10), _rng.normal(size=(5, 2))]),
+    "added": (added_sg, added_torch, [_rng.uniform(-1, 1, 20), _rng.uniform(-1, 1, 20)]),
     "reverse": (reverse_sg, reverse_torch, [_rng.uniform(-1, 1, 3), _rng.uniform(-1, 1, (5, 3))]),
     "nested": (nested_sg, nested_torch, [np.array(0.7), _rng.uniform(0.1, 1, 2)]),
     "where": (where_sg, where_torch, [np.array(0.9), np.array([0.1, 0.5, 1.2, -0.4])]),
@@ -174,9 +187,10 @@ def test_value_and_grad_equal_torch_unrolled(name):
     _check_value_and_grad(name, 1)              # the numpy tier: the step a nested function, a Python loop
 
 
-@pytest.mark.parametrize("name", ["lorenz", "where", "nested", "wide_rnn"])
+@pytest.mark.parametrize("name", ["lorenz", "where", "nested", "wide_rnn", "added"])
 def test_numba_loop_kernels_equal_torch(name):
-    # scalar steps (lorenz, where's selects, a loop in a loop) and an array step (a 10-unit RNN: W has 100 elements)
+    # scalar steps (lorenz, where's selects, a loop in a loop) and array steps (a 10-unit RNN: W has 100
+    # elements; a 20-element state with a value added to it)
     f = _check_value_and_grad(name, 2)
     assert next(iter(f._entries.values())).prog.jit is not None
 

@@ -155,6 +155,24 @@ def _numel(dims: tuple) -> Callable:
     return fn
 
 
+def _fori(lib: Any, x: Any) -> Any:
+    """A loop of four steps: one ``scan`` node in symgrad, the steps unrolled in torch."""
+    if lib is torch:
+        for i in range(4):
+            x = x * 0.9 + torch.sin(x) * (i + 1)
+        return x
+    return sg.fori_loop(0, 4, lambda i, c: c * 0.9 + sg.sin(c) * (i + 1), x)
+
+
+def _scan_xs(lib: Any, x: Any, xs: Any) -> Any:
+    """A scan over the rows of ``xs`` (both inputs differentiated), reversed."""
+    if lib is torch:
+        for k in range(xs.shape[0] - 1, -1, -1):
+            x = torch.tanh(x * xs[k]) + xs[k]
+        return x
+    return sg.scan(lambda c, r: (sg.tanh(c * r) + r, None), x, xs, reverse=True)[0]
+
+
 def _compiled_body(x: Any) -> Any:
     return (x.sin() * x).sum()
 
@@ -367,6 +385,8 @@ CASES: list[Case] = [
       for d in (0, 1, -1)],
     Case("cumsum", lambda lib, x: lib.cumsum(x, 0), [((),), ((5,),)], (_any,), "fn"),
     Case("cumsum", lambda lib, x: x.cumsum(-1, dtype=lib.float64), [((2, 3),)], (_any,), "dtype"),
+    Case("scan", _fori, [((3,),)], (_any,), "fori_loop", internal=True),
+    Case("scan", _scan_xs, [((3,), (5, 3))], (_any, _any), "scan xs reverse", internal=True),
     Case("sum_to", _sum_to((3, 1)), [((2, 3, 4),)], (_any,), "(2,3,4)->(3,1)", internal=True),
     Case("sum_to", _sum_to(()), [((2, 3),)], (_any,), "(2,3)->()", internal=True),
     Case("sum_to", _sum_to((1, 3)), [((4, 3),)], (_any,), "(4,3)->(1,3)", internal=True),
