@@ -57,6 +57,7 @@ VECTOR_BYTES = 32
 GRAIN = 32768
 
 _FLOATS = (np.float32, np.float64)
+_WHOLE_1D = (None, 0, -1, (0,), (-1,))
 _thread_count: Callable[[], int] = lambda: 1
 
 
@@ -81,7 +82,7 @@ def _fold(y: np.ndarray, op: np.ufunc) -> np.ndarray:
     b, _, m = y.shape
     if m == 1:
         return op.accumulate(y, axis=1)[:, -1]
-    if m < 256 and b > 32:
+    if m < 256 and b > 32 and y.size >= 1 << 15:
         # few lanes, many batches: numpy's inner loop would be the short lanes axis; a transposed copy (rows
         # outermost) makes it long, copied row by row as opaque blocks of ``m`` elements where they are contiguous
         if y.strides[2] == y.itemsize and y.flags.aligned:
@@ -354,14 +355,89 @@ def _run(a: np.ndarray, p: _Plan, op: np.ufunc) -> np.ndarray:
     return dst
 
 
+# 2-d versions of the steps above for small and mid-sized arrays, where numpy's per-call cost dominates: (rows, lanes)
+# with the lanes contiguous and at least 2 of them, so that ``add.reduce`` over axis 0 folds row after row
+
+def _seq2(y: np.ndarray) -> np.ndarray:
+    k = y.shape[0]
+    if k == 1:
+        return y[0].copy()
+    return y[0] + y[1] if k == 2 else np.add.reduce(y, axis=0)
+
+
+def _rows_sum(y: np.ndarray) -> np.ndarray:
+    """``multi_row_sum`` of (rows, lanes)."""
+    k, m = y.shape
+    step = 1 << max(4, _ceil_log2(k) // 4)
+    nc = k // step
+    if nc == 0:
+        return _seq2(y)
+    if nc >= step * step or (y.size >= 1 << 15 and m < 256):
+        return multi_row_sum(y[None])[0]                   # super-groups, or big: the batched version
+    c = np.add.reduce(y[:nc * step].reshape(nc, step, m), axis=1)   # chunk sums
+    ng = nc // step
+    out = _seq2(y[nc * step:]) if k > nc * step else None
+    for part in (c[ng * step:], np.add.reduce(c[:ng * step].reshape(ng, step, m), axis=1) if ng else c[:0]):
+        if part.shape[0]:
+            out = _seq2(part) if out is None else out + _seq2(part)
+    return out
+
+
+def _row_sum2(y: np.ndarray) -> np.ndarray:
+    """``row_sum`` down (rows, lanes)."""
+    k, m = y.shape
+    q = k // 4
+    if not q:
+        return _seq2(y)
+    part = _rows_sum(y[:4 * q].reshape(q, 4 * m)).reshape(4, m)
+    for i in range(4 * q, k):
+        part[0] += y[i]
+    return np.add.reduce(part, axis=0)
+
+
+def _cols_sum(x: np.ndarray) -> np.ndarray:
+    """``cascade_sum`` over axis 0 of a C-contiguous (rows, cols), both at least 2: ``vectorized_outer_sum`` (or
+    ``scalar_outer_sum`` below one vector of columns)."""
+    c = x.shape[1]
+    v = VECTOR_BYTES // x.itemsize
+    width = 4 * v if c >= v else 4
+    g = c // width * width
+    if g == c:
+        return _rows_sum(x)
+    rest = _row_sum2(np.ascontiguousarray(x[:, g:])) if c - g > 1 else _flat_row_sum(x[:, g])
+    return np.concatenate((_rows_sum(x[:, :g]), rest)) if g else rest
+
+
+def _flat_row_sum(x: np.ndarray) -> np.ndarray:
+    """``row_sum`` of one strided column, as a 1-element array."""
+    return _row_sum2(np.ascontiguousarray(x)[:, None].repeat(2, axis=1))[:1]
+
+
+def _inner_sum(x: np.ndarray) -> np.ndarray:
+    """``cascade_sum`` over axis 1 of a C-contiguous (rows, cols), both at least 2 (one transposed copy: the rows
+    become the lanes)."""
+    c = x.shape[1]
+    v = VECTOR_BYTES // x.itemsize
+    t = np.ascontiguousarray(x.T)
+    if c < v:                                               # scalar_inner_sum: each row a scalar row_sum
+        return _row_sum2(t)
+    nv = c // v
+    lanes = _row_sum2(t[:nv * v].reshape(nv, v * x.shape[0])).reshape(v, x.shape[0])
+    if c > nv * v:                                          # the scalar tail, then the lanes
+        lanes = np.concatenate((t[nv * v:], lanes))
+    return _seq2(lanes)
+
+
 def _flat_sum(x: np.ndarray) -> np.ndarray:
-    """``cascade_sum`` of a contiguous 1-d array of at least one vector (``vectorized_inner_sum``, one row)."""
+    """``cascade_sum`` of a contiguous 1-d array of at least one vector (``vectorized_inner_sum``, one row); 0-d."""
     n = x.shape[0]
     v = VECTOR_BYTES // x.itemsize
     nv = n // v
     k = nv >> 2
     if k:
-        part = multi_row_sum(x[:4 * k * v].reshape(1, k, 4 * v))[0]
+        part = _rows_sum(x[:4 * k * v].reshape(k, 4 * v))
+        if not part.flags.writeable or part.base is not None:
+            part = part.copy()
         for i in range(4 * k, nv):
             part[:v] += x[i * v:(i + 1) * v]
         lanes = np.add.reduce(part.reshape(4, v), axis=0)
@@ -371,7 +447,7 @@ def _flat_sum(x: np.ndarray) -> np.ndarray:
             lanes += x[i * v:(i + 1) * v]
     if n > nv * v:
         lanes = np.concatenate((x[nv * v:], lanes))
-    return np.add.accumulate(lanes)[-1:] + x.dtype.type(0)
+    return np.add.accumulate(lanes)[-1] + x.dtype.type(0)
 
 
 def _reduce(a: np.ndarray, axis: int | Sequence[int] | None, keepdims: bool, op: np.ufunc, serial: bool = False
@@ -389,7 +465,7 @@ def _reduce(a: np.ndarray, axis: int | Sequence[int] | None, keepdims: bool, op:
         if a.size >= GRAIN and not serial and _thread_count() > 1:
             return _two_pass(a, p.dims[0], op, _thread_count()).reshape(p.out_shape)
         if op is np.add and p.dims[0][1] == a.itemsize and a.size >= VECTOR_BYTES // a.itemsize:
-            return _flat_sum(a.ravel(order="K")).reshape(p.out_shape)
+            return np.asarray(_flat_sum(a.ravel(order="K"))).reshape(p.out_shape)
     dst = _run(a, p, op)
     if p.dst_c:
         return dst.reshape(p.out_shape)
@@ -414,6 +490,20 @@ def _two_pass(a: np.ndarray, dim: list[int], op: np.ufunc, threads: int) -> np.n
 
 # ------------------------------------------------------------------------------------------- public
 
+def _sum(a: np.ndarray, axis: int | Sequence[int] | None, keepdims: bool) -> np.ndarray:
+    """``torch_sum`` of a float32 / float64 array: the direct paths for contiguous 1-d and 2-d, else the iterator."""
+    if a.ndim == 1 and a.strides[0] == a.itemsize and VECTOR_BYTES // a.itemsize <= a.size < GRAIN \
+            and axis in _WHOLE_1D:
+        out = _flat_sum(a)
+        return out.reshape(1) if keepdims else np.asarray(out)
+    if a.ndim == 2 and a.flags.c_contiguous and a.shape[0] > 1 and a.shape[1] > 1 and a.size < 1 << 16:
+        ax = _normalize(2, axis)
+        if len(ax) == 1:
+            out = (_cols_sum(a) if ax == (0,) else _inner_sum(a)) + a.dtype.type(0)
+            return out.reshape((1, -1) if ax == (0,) else (-1, 1)) if keepdims else out
+    return _reduce(a, axis, keepdims, np.add)
+
+
 def torch_sum(a: np.ndarray, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> np.ndarray:
     """``a.sum(axis)`` as torch's CPU ``sum`` computes it (float32 / float64; other dtypes: ``numpy.sum``)."""
     a = np.asarray(a)
@@ -421,7 +511,7 @@ def torch_sum(a: np.ndarray, axis: int | Sequence[int] | None = None, keepdims: 
         dt = np.int64 if a.dtype.kind in "biu" else None
         return np.asarray(np.sum(a, axis=axis, keepdims=keepdims, dtype=dt))
     with np.errstate(all="ignore"):  # inf - inf and overflow are quiet, as in torch
-        return _reduce(a, axis, keepdims, np.add)
+        return _sum(a, axis, keepdims)
 
 
 def torch_mean(a: np.ndarray, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> np.ndarray:
@@ -429,12 +519,11 @@ def torch_mean(a: np.ndarray, axis: int | Sequence[int] | None = None, keepdims:
     a = np.asarray(a)
     if a.dtype.type not in _FLOATS:
         return np.asarray(np.mean(a, axis=axis, keepdims=keepdims))
-    axes = _normalize(a.ndim, axis)
     n = 1
-    for d in axes:
+    for d in _normalize(a.ndim, axis):
         n *= a.shape[d]
     with np.errstate(all="ignore"):
-        return np.asarray(np.true_divide(_reduce(a, axes, keepdims, np.add), a.dtype.type(n)))
+        return np.asarray(np.true_divide(_sum(a, axis, keepdims), a.dtype.type(n)))
 
 
 def torch_prod(a: np.ndarray, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> np.ndarray:
