@@ -171,24 +171,36 @@ class HelperError(RuntimeError):
 
 
 class _Helper:
-    """The compiling helper process: one job at a time, used by the worker thread only."""
+    """The compiling helper process: one job at a time, driven by the worker thread; ``close`` (at exit) may come
+    from another thread at any moment, so each step works on its own reference to the process."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.unavailable: str | None = None
+        self._lock = threading.Lock()
 
-    def _start(self) -> None:
+    def _start(self) -> subprocess.Popen:
         root = str(Path(codegen.__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-        self.proc = subprocess.Popen([sys.executable, "-c", _HELPER_SOURCE, str(HELPER_IDLE_S), str(HELPER_NICE)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env, text=True, close_fds=True)
-        first = self.proc.stdout.readline()
+        with self._lock:                   # no helper starts once the exit handler has run
+            if _CLOSING:
+                raise HelperError("interpreter exiting")
+            proc = self.proc = subprocess.Popen(
+                [sys.executable, "-c", _HELPER_SOURCE, str(HELPER_IDLE_S), str(HELPER_NICE)], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, close_fds=True)
+        assert proc.stdout is not None
+        try:
+            first = proc.stdout.readline()
+        except (OSError, ValueError):
+            first = ""
         if not first.startswith("{"):
-            code = self.proc.wait()
+            code = proc.wait()
             self.proc = None
+            if _CLOSING:
+                raise HelperError("interpreter exiting")
             raise OSError(f"the compile helper process exited at start (code {code})")
+        return proc
 
     def compile(self, folder: Path, source: str, name: str, prefix: str, desc: Sequence[tuple]) -> dict:
         """Compile function ``name`` of the kernel ``source`` (kept in the cache ``folder`` under ``prefix``) for
@@ -196,22 +208,24 @@ class _Helper:
         job = json.dumps({"folder": str(folder), "source": source, "name": name, "prefix": prefix,
                           "sig": [list(d) for d in desc]}) + "\n"
         for attempt in range(2):
-            if self.proc is None or self.proc.poll() is not None:
-                self._start()
-            assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+            proc = self.proc
+            if proc is None or proc.poll() is not None:
+                proc = self._start()
+            assert proc.stdin is not None and proc.stdout is not None
             try:
-                self.proc.stdin.write(job)
-                self.proc.stdin.flush()
-                line = self.proc.stdout.readline()
-            except (BrokenPipeError, OSError, ValueError):
+                proc.stdin.write(job)
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+            except (OSError, ValueError):     # a broken or closed pipe: the helper is gone
                 line = ""
             if line:
                 reply = json.loads(line)
                 if not reply.get("ok"):
                     raise HelperError(reply.get("error", "unknown error"))
                 return reply
-            code = self.proc.wait() if self.proc is not None else None
-            self.proc = None
+            code = proc.wait()
+            if self.proc is proc:
+                self.proc = None
             if _CLOSING:
                 raise HelperError("interpreter exiting")
             if code == 0 and attempt == 0:        # it had just timed out idle: start a new one
@@ -221,6 +235,7 @@ class _Helper:
 
     def forget(self) -> None:
         """In a forked child: the parent's helper is the parent's (this copy of its pipes closes, nothing else)."""
+        self._lock = threading.Lock()
         proc, self.proc = self.proc, None
         if proc is not None:
             for f in (proc.stdin, proc.stdout):
@@ -233,14 +248,11 @@ class _Helper:
             _ORPHANS.append(proc)
 
     def close(self) -> None:
-        proc, self.proc = self.proc, None
+        """Stop the helper (at exit): stdin closed, terminated, reaped."""
+        with self._lock:
+            proc, self.proc = self.proc, None
         if proc is None:
             return
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        except OSError:
-            pass
         if proc.poll() is None:
             proc.terminate()
             try:
@@ -248,6 +260,11 @@ class _Helper:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
 
 
 _HELPER = _Helper()
