@@ -15,7 +15,8 @@ yet, gives a row that says so):
 
 * ``symgrad sg.fori_loop`` / ``sg.scan``: the loop primitive inside ``sg.value_and_grad`` (JAX's signatures);
   ``symgrad unrolled``: the Python loop, traced unrolled.
-* ``JAX fori_loop`` / ``JAX scan`` and ``JAX unrolled``: ``jax.jit(jax.value_and_grad(...))``, x64 enabled.
+* ``JAX fori_loop`` / ``JAX scan`` and ``JAX unrolled``: ``jax.jit(jax.value_and_grad(...))``, x64 enabled,
+  one thread (``XLA_FLAGS``, unless set by the caller) like every other column.
 * ``CasADi SX unrolled``: the whole computation as one SX expression, ``gradient``, one ``Function``
   (CasADi's virtual machine, no code generation); ``CasADi mapaccum``: one SX step ``Function``,
   ``mapaccum(N)`` in an MX graph, its gradient (MX reverse mode over the mapped steps).
@@ -37,7 +38,7 @@ Figures:
   compile runs in the background by default while calls run the numpy kernel, so this is the wall time a
   loop of calls waits (without ``jit_stats``: ``HOT_CALLS`` calls, the compile on the last). The others:
   one call. Both extended while the next call still takes more than twice the steady time (+0.5 ms).
-* ``steady``: in this process, after warm-up: median seconds per call over many calls, the
+* ``steady``: in this process, after warm-up: median (and min) seconds per call over many calls, the
   implementations timed in blocks taken in turn over several rounds (so that changes in machine load
   hit them alike), several calls per sample for the fast ones.
 * ratios: steady time over CasADi SX unrolled's, JAX fori_loop's (``scan``'s for the RNN) and the numba
@@ -56,9 +57,10 @@ Skips: an unrolled implementation (its build grows with the steps) whose time to
 step count, scaled linearly to the next, exceeds ``--compile-limit`` seconds (default 60) is not run at the
 larger count (the table says so: JAX unrolled past 10 steps); an implementation not at full speed after that
 long in a fresh process is reported and not run further (the process is stopped 30 s later at most). Fresh
-processes other than JAX's get ``--mem-limit`` GiB of data memory (default 6). ``--quick`` (under a minute on
-2 cores for the peers; symgrad's compiles add to it): steps 10 and 100, one fresh process per implementation,
-fewer samples, a 20 s limit, JAX unrolled and the RNN's CasADi SX unrolled left out. No timing is asserted;
+processes other than JAX's get ``--mem-limit`` GiB of data memory (default 6). ``--quick`` (about a minute on
+2 cores for the peers; symgrad's numba compiles add to it, twice: in the fresh process and in this one): the
+Lorenz system at 100 steps and the RNN, one fresh process per implementation, fewer samples, the unrolled
+columns that take tens of seconds to full speed (symgrad, JAX; CasADi SX for the RNN) left out. No timing is asserted;
 the closing summary compares the figures with the targets of issue 15. ``SYMGRAD_COMPILE=sync`` (inherited by
 the fresh processes) measures symgrad with the numba compile blocking the hot call instead.
 """
@@ -86,6 +88,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 CHILD = "--child" in sys.argv
+# every column runs on one thread (torch: set_num_threads(1); numba, CasADi and symgrad's loop kernels are serial);
+# XLA's thread pool on a busy 2-core machine tripled JAX's median (RNN: 7.8 ms against 2.7 ms single-threaded).
+# An XLA_FLAGS of the caller's own is kept.
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 if not CHILD:
     # this process's own kernel cache: a fresh temporary folder, removed at exit (children get their own)
     _CACHE = tempfile.mkdtemp(prefix="symgrad-loops-")
@@ -539,7 +545,7 @@ def warm_up(impl: Impl, vg: Callable, args: tuple, cap: float) -> tuple[list[flo
 
 LORENZ = [
     Impl("sg_fori", "symgrad sg.fori_loop", ("symgrad",), lorenz_symgrad_fori, needs="fori_loop"),
-    Impl("sg_unrolled", "symgrad unrolled", ("symgrad",), lorenz_symgrad_unrolled, grows=True),
+    Impl("sg_unrolled", "symgrad unrolled", ("symgrad",), lorenz_symgrad_unrolled, full_only=True, grows=True),
     Impl("jax_fori", "JAX fori_loop", ("jax",), lorenz_jax_fori),
     Impl("jax_unrolled", "JAX unrolled", ("jax",), lorenz_jax_unrolled, full_only=True, grows=True),
     Impl("ca_sx", "CasADi SX unrolled", ("casadi",), lorenz_casadi_sx, grows=True),
@@ -549,7 +555,7 @@ LORENZ = [
 ]
 RNN = [
     Impl("sg_scan", "symgrad sg.scan", ("symgrad",), rnn_symgrad_scan, needs="scan"),
-    Impl("sg_unrolled", "symgrad unrolled", ("symgrad",), rnn_symgrad_unrolled, grows=True),
+    Impl("sg_unrolled", "symgrad unrolled", ("symgrad",), rnn_symgrad_unrolled, full_only=True, grows=True),
     Impl("jax_scan", "JAX scan", ("jax",), rnn_jax_scan),
     Impl("jax_unrolled", "JAX unrolled", ("jax",), rnn_jax_unrolled, full_only=True, grows=True),
     Impl("ca_sx", "CasADi SX unrolled", ("casadi",), rnn_casadi_sx, full_only=True, grows=True),
@@ -652,15 +658,17 @@ def run_child(workload: str, key: str, n: int, cap: float, mem_gb: float, extra:
 
 # ------------------------------------------------------------------------------------ steady timing
 
-def steady_times(calls: dict[str, tuple[Callable, tuple, float]], rounds: int, budget: float) -> dict[str, float]:
-    """Median seconds per call; ``calls`` holds (function, arguments, seconds of one call at full speed, roughly).
-    Each round times every implementation in turn, a block of samples each (after one untimed call, for the
-    fast ones); a sample is several consecutive calls for the fast ones (about 2 ms of work); about ``budget``
-    seconds per implementation in all, and at least 3 samples."""
+def steady_times(calls: dict[str, tuple[Callable, tuple, float]], rounds: int,
+                 budget: float) -> dict[str, tuple[float, float]]:
+    """(median, min) seconds per call; ``calls`` holds (function, arguments, seconds of one call at full speed,
+    roughly). Each round times every implementation in turn, a block of samples each (after one untimed call,
+    for the fast ones); a sample is several consecutive calls for the fast ones (about 0.5 ms of work: short
+    enough that a loaded machine seldom preempts it); about ``budget`` seconds per implementation in all, and at
+    least 3 samples."""
     plan = {}
     for label, (_, _, per) in calls.items():
         per = max(per, 1e-7)
-        inner = max(1, int(2e-3 / per))
+        inner = max(1, int(5e-4 / per))
         samples = max(3, int(budget / (inner * per)))
         plan[label] = (inner, max(1, samples // rounds), min(rounds, samples), per < 0.05)
     ts: dict[str, list[float]] = {label: [] for label in calls}
@@ -676,7 +684,7 @@ def steady_times(calls: dict[str, tuple[Callable, tuple, float]], rounds: int, b
                 for _ in range(inner):
                     fn(*args)
                 ts[label].append((time.perf_counter() - t0) / inner)
-    return {label: float(np.median(v)) for label, v in ts.items()}
+    return {label: (float(np.median(v)), float(np.min(v))) for label, v in ts.items()}
 
 
 # ------------------------------------------------------------------------------------ one workload
@@ -687,7 +695,8 @@ class Row:
     n: int
     status: str = ""                   # "" when measured; else why not
     fresh: list[dict] = field(default_factory=list)
-    steady: float | None = None
+    steady: float | None = None        # median seconds per call
+    steady_min: float | None = None
     notes: list[str] = field(default_factory=list)
 
     def fresh_ok(self) -> list[dict]:
@@ -816,7 +825,7 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
         times = steady_times(calls, rounds, budget)
         for row in rows:
             if row.impl.label in times:
-                row.steady = times[row.impl.label]
+                row.steady, row.steady_min = times[row.impl.label]
                 per_call[row.impl.key] = (n, row.steady)
                 fs = row.full_speed()
                 if fs is not None:
@@ -832,11 +841,11 @@ def print_table(title: str, workload: str, table: dict[int, list[Row]], reps: in
     ref_names = {k: impl_of(workload, k).label for k in refs}
     print(f"\n{title}")
     print(f"  fresh processes (empty cache), median of {reps}: import, 1st call (build + call), time to full speed "
-          f"(calls); steady: median per call in one process")
+          f"(calls); steady: median (and min) per call in one process; ratios of medians")
     width = max(len(i.label) for i in WORKLOADS[workload])
     heads = [f"/ {ref_names[k].split(' (')[0]}" for k in refs]
     print(f"  {'steps':>5}  {'implementation':{width}}  {'import s':>8}  {'1st call s':>10}  {'full speed s':>15}  "
-          f"{'steady ms':>10}  " + "  ".join(f"{h:>20}" for h in heads))
+          f"{'steady ms':>10}  {'(min)':>9}  " + "  ".join(f"{h:>20}" for h in heads))
     for n, rows in table.items():
         by_key = {r.impl.key: r for r in rows}
         ref_t = {k: by_key[k].steady if k in by_key else None for k in refs}
@@ -852,7 +861,8 @@ def print_table(title: str, workload: str, table: dict[int, list[Row]], reps: in
                 imp, first, full, cnt = fs
                 fresh = f"{imp:8.2f}  {first:10.3f}  {f'{full:.3f} ({cnt})':>15}"
             ratios = "  ".join(f"{r.steady / ref_t[k]:20.3g}" if ref_t[k] else f"{'-':>20}" for k in refs)
-            print(f"{head}  {fresh}  {1e3 * r.steady:10.4g}  {ratios}" + "".join(f"  [{x}]" for x in r.notes))
+            print(f"{head}  {fresh}  {1e3 * r.steady:10.4g}  {1e3 * r.steady_min:9.4g}  {ratios}"
+                  + "".join(f"  [{x}]" for x in r.notes))
 
 
 def summary(tables: dict[str, dict[int, list[Row]]]) -> None:
@@ -924,7 +934,8 @@ def versions() -> str:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="steps 10 and 100, one fresh process each (< 1 min)")
+    ap.add_argument("--quick", action="store_true", help="Lorenz at 100 steps and the RNN, one fresh process each, "
+                    "no unrolled symgrad / JAX / RNN CasADi SX")
     ap.add_argument("--steps", default=None, help="Lorenz step counts, comma separated (default 10,100,1000,10000)")
     ap.add_argument("--rnn-steps", type=int, default=500, help="RNN sequence length (default 500)")
     ap.add_argument("--reps", type=int, default=None, help="fresh processes per implementation (default 3)")
@@ -943,9 +954,9 @@ def main(argv=None) -> None:
         return
     t_start = time.perf_counter()
     quick = args.quick
-    steps = [int(s) for s in args.steps.split(",")] if args.steps else ([10, 100] if quick else [10, 100, 1000, 10000])
+    steps = [int(s) for s in args.steps.split(",")] if args.steps else ([100] if quick else [10, 100, 1000, 10000])
     reps = args.reps or (1 if quick else 3)
-    limit = args.compile_limit or (20.0 if quick else 60.0)
+    limit = args.compile_limit or 60.0
     rounds, budget = (3, 0.3) if quick else (5, 1.5)
     print(f"symgrad loop benchmarks{' (--quick)' if quick else ''}: float64, {versions()}")
     sg = lib("symgrad")
@@ -961,7 +972,7 @@ def main(argv=None) -> None:
         print_table("Lorenz RK4 (h = 0.01, s0 = (1, 1, 1), p = (10, 28, 8/3)): value and gradient of sum(s_T**2) "
                     "wrt p", "lorenz", tables["lorenz"], reps)
         if quick:
-            print("  (--quick leaves JAX unrolled out: its compile takes over 10 s at 10 steps)")
+            print("  (--quick leaves symgrad unrolled and JAX unrolled out: tens of seconds to full speed)")
     if args.only in (None, "rnn"):
         impls = [i for i in RNN if not (quick and i.full_only) and (keys is None or i.key in keys)]
         tables["rnn"] = run_workload("rnn", [args.rnn_steps], impls, reps, limit, args.mem_limit, rounds,
@@ -969,7 +980,7 @@ def main(argv=None) -> None:
         print_table(f"tanh RNN, 64 units, {args.rnn_steps} steps, inputs of 8: value and gradient of sum(h_T**2) "
                     "wrt W, U, b", "rnn", tables["rnn"], reps)
         if quick:
-            print("  (--quick leaves JAX unrolled and CasADi SX unrolled out: builds of 20-40 s)")
+            print("  (--quick leaves symgrad, JAX and CasADi SX unrolled out: tens of seconds to full speed)")
     summary(tables)
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s; load average {load()} at the end")
 
