@@ -130,6 +130,11 @@ os.nice(int(sys.argv[2]))                         # the caller's own work comes 
 proto = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)                                     # stray prints must not corrupt the protocol
 idle = float(sys.argv[1])
+import types
+# codegen's modules without its __init__ (which imports the IR, hence SymPy: a second of start-up on a busy machine)
+package = types.ModuleType("codegen")
+package.__path__ = [sys.argv[3]]
+sys.modules["codegen"] = package
 import numpy as np
 from codegen.cache import load_kernel, reset_cache_dir
 import numba
@@ -180,15 +185,16 @@ class _Helper:
         self._lock = threading.Lock()
 
     def _start(self) -> subprocess.Popen:
-        root = str(Path(codegen.__file__).resolve().parents[1])
+        folder = Path(codegen.__file__).resolve().parent     # the helper imports codegen from where we did
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        env["PYTHONPATH"] = os.pathsep.join([str(folder.parent), *filter(None, [env.get("PYTHONPATH")])])
         with self._lock:                   # no helper starts once the exit handler has run
             if _CLOSING:
                 raise HelperError("interpreter exiting")
             proc = self.proc = subprocess.Popen(
-                [sys.executable, "-c", _HELPER_SOURCE, str(HELPER_IDLE_S), str(HELPER_NICE)], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, close_fds=True)
+                [sys.executable, "-c", _HELPER_SOURCE, str(HELPER_IDLE_S), str(HELPER_NICE), str(folder)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True,
+                close_fds=True)
         assert proc.stdout is not None
         try:
             first = proc.stdout.readline()
@@ -207,10 +213,13 @@ class _Helper:
         ``desc`` in the helper: numba's disk cache (and the object cache) get it."""
         job = json.dumps({"folder": str(folder), "source": source, "name": name, "prefix": prefix,
                           "sig": [list(d) for d in desc]}) + "\n"
+        start_s = 0.0
         for attempt in range(2):
             proc = self.proc
             if proc is None or proc.poll() is not None:
+                t0 = time.perf_counter()
                 proc = self._start()
+                start_s += time.perf_counter() - t0
             assert proc.stdin is not None and proc.stdout is not None
             try:
                 proc.stdin.write(job)
@@ -222,6 +231,7 @@ class _Helper:
                 reply = json.loads(line)
                 if not reply.get("ok"):
                     raise HelperError(reply.get("error", "unknown error"))
+                reply["start_s"] = start_s
                 return reply
             code = proc.wait()
             if self.proc is proc:
@@ -317,11 +327,13 @@ def build(source: str, name: str, prefix: str, desc: Sequence[tuple]) -> tuple[A
         else:
             for w in helper.get("warnings", ()):
                 log.debug("numba (helper process): %s", w)
+    t0 = time.perf_counter()
     jit, path = load_kernel(source, name, prefix=prefix)
     info = _ready(jit, desc)
     if helper is not None:
         how = "helper process" if info["event"] in ("load", "reuse") else "helper process, then this thread"
-        info = {"how": how, "event": "compile", "stages": helper.get("stages", "")}
+        info = {"how": how, "event": "compile", "stages": helper.get("stages", ""), "helper_s": helper["seconds"],
+                "start_s": helper["start_s"], "load_s": time.perf_counter() - t0}
     return jit, path, info
 
 

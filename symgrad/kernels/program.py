@@ -247,8 +247,13 @@ class Program:
             info.get("event", ""), "compiled")
         stages = f" [{info['stages']}]" if info.get("stages") and not hit else ""
         variant = " (out= variant)" if tier.out_params else ""
-        _stats.log_line(f"numba {self.label}{variant} [{reason}; {info.get('how', 'sync')}]: {what} in "
-                        f"{1e3 * dt:.1f} ms{stages}")
+        if "helper_s" in info:             # compiled by the helper process, then loaded here
+            start = f"helper start {1e3 * info['start_s']:.1f} ms, " if info.get("start_s") else ""
+            timing = (f"{what} in {1e3 * info['helper_s']:.1f} ms{stages}; {start}load {1e3 * info['load_s']:.1f} "
+                      f"ms, {1e3 * dt:.1f} ms in all")
+        else:
+            timing = f"{what} in {1e3 * dt:.1f} ms{stages}"
+        _stats.log_line(f"numba {self.label}{variant} [{reason}; {info.get('how', 'sync')}]: {timing}")
 
     def _queue(self, tier: _Tier, args: Sequence[Any]) -> Callable | None:
         desc = background.describe(args)

@@ -61,8 +61,9 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("where", ["process", "thread"])
-def test_background_compile_keeps_the_numpy_tier_then_switches(fresh_cache, mode, where):
+def test_background_compile_keeps_the_numpy_tier_then_switches(fresh_cache, mode, where, monkeypatch, capsys):
     mode(where)
+    monkeypatch.setattr(stats, "LOG_COMPILES", True)
     f, _ = _unique_vg()
     before = sg.jit_stats()
     first = f(X, Y)
@@ -85,12 +86,16 @@ def test_background_compile_keeps_the_numpy_tier_then_switches(fresh_cache, mode
     assert after.background_failed == before.background_failed
     assert after.background_pending == 0 and after.seconds["numba"] > before.seconds["numba"]
     events = [ev["event"] for ev in e.jit._cache.events]
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("symgrad: numba ")]
+    assert len(lines) == 1 and "[hot: 2 calls; background; " in lines[0], lines
     if where == "process":               # compiled by the helper; this process only loaded its machine code
         assert events == ["load"], events
+        assert "; helper process]: compiled in " in lines[0] and " ms in all" in lines[0], lines
         assert background._HELPER.proc is not None and background._HELPER.proc.poll() is None
         assert list(fresh_cache.glob("__pycache__/numba_*.nbi"))
     else:                                # compiled here, once: the calls found the compiled signature
         assert events == ["compile"], events
+        assert "; thread]: compiled in " in lines[0], lines
 
 
 def test_out_variant_and_new_layout_in_background(fresh_cache, mode):
