@@ -20,7 +20,9 @@ Rows, per workload and size:
 * ``numpy (hand grad)``: ``compiled.py``'s / ``operators.py``'s numpy reference with the gradient
   derived by hand (the reference, ratio 1.00).
 
-The kernel's results are checked against numpy before timing. Times: medians (and minima) of blocks of
+numpy's BLAS runs on one thread (``OPENBLAS_NUM_THREADS`` etc. default to 1 here; W5's products are BLAS calls
+in both implementations, and BLAS threads spinning on a busy small machine make them jumpy). The kernel's
+results are checked against numpy before timing. Times: medians (and minima) of blocks of
 consecutive calls per implementation, the implementations in turn over several rounds
 (``compiled.block_times``); at small sizes each sample is a loop of calls. The summary compares the
 kernel's ratio with the goal of issue 16 (within 1.2x of the hand-written numpy). ``--show`` prints the
@@ -35,13 +37,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")   # before numpy is imported (by compiled.py)
 
 # compiled.py points SYMGRAD_CACHE_DIR at a fresh temporary folder and puts the repository on sys.path
 import compiled as cb  # noqa: E402
+import numpy as np  # noqa: E402
 import operators as ob  # noqa: E402
 
 import symgrad as sg  # noqa: E402

@@ -402,11 +402,13 @@ class _Plan:
         self.eshape = dict(self.shape)         # the shape of each value as emitted
         self.exprs: dict[int, sp.Expr] = {}    # rewritten expressions
         self.scatter: dict[int, list[int]] = {}   # add statement -> the IndexAdd statements summed into it
+        self.matvec: dict[int, tuple[list[str], str]] = {}   # matmul -> (what it reads, its code) on a vector
         self.folded: dict[int, str] = {}       # statement -> why it prints no code
         self._fold()
         self.reads = [self._reads_now(i) for i in range(len(body))]
         self._dead()
         self._scatters()
+        self._matvecs()
         self.reads = [self._reads_now(i) for i in range(len(body))]
         self.readers = self._readers(self.reads)
         # chunk values are ``<name>_c``: no chunking where a name of the kernel could be one
@@ -514,6 +516,8 @@ class _Plan:
             return []           # a literal count: reads no value
         if i in self.scatter:
             return sorted({self.kernel.body[j].arg for j in self.scatter[i]})
+        if i in self.matvec:
+            return self.matvec[i][0]
         return _reads(st, self.shape, self.memo)
 
     def _dead(self) -> None:
@@ -543,6 +547,29 @@ class _Plan:
                 self.scatter[i] = terms
                 for j in terms:
                     self.folded[j] = f"added into {st.target}"
+
+    def _matvecs(self) -> None:
+        """A 2-d product with a vector reshaped to one column (one row) is the matrix-vector product with
+        a unit axis added (BLAS's gemv, not a one-column gemm): the matmul VJPs of ``X @ w``."""
+        body = self.kernel.body
+        readers = self._readers([self._reads_now(i) for i in range(len(body))])
+        for i, st in enumerate(body):
+            if i in self.folded or not isinstance(st, ir.MatMul) or len(st.shape) != 2:
+                continue
+            for side, other in (("b", st.a), ("a", st.b)):
+                j = self.index.get(getattr(st, side))
+                r = body[j] if j is not None else None
+                if (not isinstance(r, ir.Reshape) or j in self.folded or readers[r.target] != [i]
+                        or r.arg not in self.shape or len(self.shape[r.arg]) != 1 or len(self.shape[other]) != 2):
+                    continue
+                if side == "b" and r.shape == (self.shape[r.arg][0], 1):
+                    self.matvec[i] = ([st.a, r.arg], f"numpy.matmul({st.a}, {r.arg})[:, None]")
+                elif side == "a" and r.shape == (1, self.shape[r.arg][0]):
+                    self.matvec[i] = ([r.arg, st.b], f"numpy.matmul({r.arg}, {st.b})[None, :]")
+                else:
+                    continue
+                self.folded[j] = f"read as a vector by {st.target}"
+                break
 
     # -------------------------------------------------------------- values
     def scalar_ok(self, name: str) -> bool:
@@ -708,6 +735,8 @@ def _emit_stmt(plan: _Plan, i: int, ctx: _Context, lines: list[str]) -> None:
     lines.append(f"    # {note}" if note else "    #")
     if i in plan.scatter:
         lines += _scatter_sum(st.target, st.shape, st.dtype, [plan.kernel.body[j] for j in plan.scatter[i]])
+    elif i in plan.matvec:
+        lines.append(f"    {st.target} = {plan.matvec[i][1]}")
     elif isinstance(st, ir.Reduce):
         lines += _planned_reduce(st, ctx)
     else:

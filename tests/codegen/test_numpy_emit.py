@@ -215,6 +215,28 @@ def test_redefined_targets_are_renamed():
     np.testing.assert_array_equal(t2, 2 * (x * y).sum(0))
 
 
+def test_a_vector_reshaped_to_one_column_is_multiplied_as_a_vector():
+    """``X.T @ r`` of a VJP reaches the IR as reshape-to-(k, 1), matmul, reshape back: gemv, not a gemm."""
+    body = (ir.Reshape("t0", "v1", (4, 1), "float64"),
+            ir.MatMul("t1", "v0", "t0", (3, 1), "float64"),
+            ir.Reshape("t2", "t1", (3,), "float64"),
+            ir.Reshape("t3", "v2", (1, 3), "float64"),
+            ir.MatMul("t4", "t3", "v0", (1, 4), "float64"),
+            ir.Reshape("t5", "v1", (4, 1), "float64"),
+            ir.MatMul("t6", "v0", "t5", (3, 1), "float64"))
+    params = (ir.Param("v0", 0, (3, 4), "float64"), ir.Param("v1", 1, (4,), "float64"),
+              ir.Param("v2", 2, (3,), "float64"))
+    k = ir.Kernel("k", params, body, ("t2", "t4", "t5", "t6"))
+    lines = code_lines(emit_numpy(k))
+    assert "t1 = numpy.matmul(v0, v1)[:, None]" in lines and "t4 = numpy.matmul(v2, v0)[None, :]" in lines, lines
+    assert "t6 = numpy.matmul(v0, t5)" in lines, lines        # its column is also a result: kept
+    X, w, r = np.arange(12.0).reshape(3, 4), np.array([1.0, -2.0, 0.5, 3.0]), np.array([2.0, 1.0, -1.0])
+    t2, t4, t5, t6 = run(k, X, w, r)
+    np.testing.assert_allclose(t2, X @ w, rtol=1e-15)
+    np.testing.assert_allclose(t4, (r @ X)[None, :], rtol=1e-15)
+    assert t4.shape == (1, 4) and t5.shape == (4, 1) and t6.shape == (3, 1)
+
+
 # ---------------------------------------------------------------------------- chunked passes
 
 def _chain_ir(n: int, m: int, dtype: str) -> ir.Kernel:
