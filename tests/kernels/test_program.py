@@ -98,6 +98,20 @@ def test_background_compile_keeps_the_numpy_tier_then_switches(fresh_cache, mode
         assert "; thread]: compiled in " in lines[0], lines
 
 
+def test_float_fast_path_installs_once_the_background_kernel_runs(fresh_cache, mode):
+    mode("background")
+    c = 1.0 + (uuid.uuid4().int % 10**6) / 10**7
+    f = sg.value_and_grad(lambda a, b: a * b * c + sg.sin(a), argnums=(0, 1))
+    ref = f(0.5, 2.0)
+    assert f(0.5, 2.0) == ref and type(f) is CompiledFunction     # hot, queued: still the general path
+    assert background.wait(120)
+    v, g = f(0.5, 2.0)                                             # the switch, then the fast path installed
+    assert (v, *g) == pytest.approx((ref[0], *ref[1]), rel=1e-15)
+    assert type(f) is not CompiledFunction and f._fast is not None
+    v, (ga, gb) = f(0.25, 3.0)
+    assert (v, ga, gb) == pytest.approx((0.75 * c + np.sin(0.25), 3.0 * c + np.cos(0.25), 0.25 * c), rel=1e-15)
+
+
 def test_out_variant_and_new_layout_in_background(fresh_cache, mode):
     mode("thread")
     f, _ = _unique_vg()
