@@ -306,6 +306,30 @@ def _cases() -> list[Case]:
     add("log_softmax(a, -1)", "softmax", lambda m, d, a: m.log_softmax(a, dim=-1), inputs(N(3)), ROWS)
     add("logsumexp(a, -1)", "softmax", lambda m, d, a: m.logsumexp(a, dim=-1), inputs(N(3)), ROWS)
 
+    # ---- chains: the gradient under a random upstream gradient ``w`` (above it is 1), where the association of
+    # the products in a rule shows
+    def chained(*specs):
+        return lambda rng, dt, shape: [sp(rng, dt, shape) for sp in specs] + [Const(N()(rng, dt, shape))]
+    chain = [
+        ("exp(a) * w", lambda m, d, a, w: m.exp(a) * w, chained(U(-5, 5))),
+        ("log(a) * w", lambda m, d, a, w: m.log(a) * w, chained(LOGU(1e-2, 1e2))),
+        ("tanh(a) * w", lambda m, d, a, w: m.tanh(a) * w, chained(U(-5, 5))),
+        ("sigmoid(a) * w", lambda m, d, a, w: m.sigmoid(a) * w, chained(U(-10, 10))),
+        ("sqrt(a) * w", lambda m, d, a, w: m.sqrt(a) * w, chained(LOGU(1e-2, 1e2))),
+        ("rsqrt(a) * w", lambda m, d, a, w: m.rsqrt(a) * w, chained(LOGU(1e-2, 1e2))),
+        ("a ** 3 * w", lambda m, d, a, w: a ** 3 * w, chained(U(-3, 3))),
+        ("(a * b) * w", lambda m, d, a, b, w: (a * b) * w, chained(U(-10, 10), U(-10, 10))),
+        ("(a / b) * w", lambda m, d, a, b, w: (a / b) * w, chained(U(-10, 10), NONZERO(0.1, 10))),
+    ]
+    for name, fn, gen in chain:
+        add(name, "chain", fn, gen, EW[1:])
+    add("sum(a, dim=0) * w", "chain", lambda m, d, a, w: m.sum(a, dim=0) * w,
+        lambda rng, dt, shape: [N()(rng, dt, shape), Const(N()(rng, dt, shape[1:]))], RED_DIM)
+    add("prod(a, dim=-1) * w", "chain", lambda m, d, a, w: m.prod(a, dim=-1) * w,
+        lambda rng, dt, shape: [U(0.9, 1.1)(rng, dt, shape), Const(N()(rng, dt, shape[:-1]))], RED_DIM)
+    add("mean(a, dim=-1) * w", "chain", lambda m, d, a, w: m.mean(a, dim=-1) * w,
+        lambda rng, dt, shape: [N()(rng, dt, shape), Const(N()(rng, dt, shape[:-1]))], RED_DIM)
+
     # ---- norms and moments
     add("norm(a)", "moments", lambda m, d, a: m.norm(a), inputs(N()), ROWS)
     add("norm(a, dim=-1)", "moments", lambda m, d, a: m.norm(a, dim=-1), inputs(N()), ROWS)
@@ -750,9 +774,11 @@ run time too.
   `sigmoid` (`y*(1 - y)`), `sqrt` (`grad / (2*y)`), `pow` (`e * x.pow(e - 1)` with torch's special exponents), `prod`.
   Most gradient differences in this table come from the forward values of transcendentals (`1 - y*y` amplifies a
   1-ulp difference of `tanh` near saturation: thousands of ulps). The gradient of `out.sum()` has an upstream
-  gradient of 1; deeper in a chain products are reassociated where SymPy flattens them (the divisor's gradient of
-  `a / b` is `((-g) * y) / b` against torch's `(-g) * ((a / b) / b)`, sigmoid's `(g * y) * (1 - y)` against
-  `(g * (1 - y)) * y`), so those agree here and may differ by an ulp inside a network. The gradient of
+  gradient of 1; the *chain* rows weight the output by a fixed random `w`, so the rules see another upstream
+  gradient `g`. There products are reassociated where SymPy flattens them: the divisor's gradient of `a / b` is
+  `((-g) * y) / b` against torch's `(-g) * ((a / b) / b)`, sigmoid's `(g * y) * (1 - y)` against
+  `(g * (1 - y)) * y`, pow's `(3 * g) * (x * x)` against `g * (3 * (x * x))`. Reductions, `mul`, `log` and `rsqrt`
+  agree there too. The gradient of
   `softmax(a).sum()` is zero up to rounding (the rows sum to 1), so its rows compare rounding noise around 0; the
   `softmax(a) * w` rows weight the outputs by a fixed random `w` instead.
 """
