@@ -64,6 +64,8 @@ import importlib
 import logging
 import math
 import os
+
+os.environ.setdefault("SYMGRAD_COMPILE", "sync")  # steady-state timings: the numba kernel once hot, not the numpy tier
 import re
 import shutil
 import sys

@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+
+os.environ.setdefault("SYMGRAD_COMPILE", "sync")  # steady-state timings: the numba kernel once hot, not the numpy tier
 import resource
 import subprocess
 import sys

@@ -4,6 +4,9 @@ Run: python benchmarks/eager_backward.py
 """
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("SYMGRAD_COMPILE", "sync")  # steady-state timings: the numba kernel once hot, not the numpy tier
 import time
 
 import numpy as np

@@ -10,6 +10,9 @@ Every result is checked against the first peer's (or symgrad's dense one) before
 """
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("SYMGRAD_COMPILE", "sync")  # steady-state timings: the numba kernel once hot, not the numpy tier
 import argparse
 import statistics
 import sys

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import os
+
+os.environ.setdefault("SYMGRAD_COMPILE", "sync")  # steady-state timings: the numba kernel once hot, not the numpy tier
 import shutil
 import sys
 import time

@@ -7,6 +7,9 @@ and ``sum(cumsum(x, 1) * w)``, gradient wrt x, float64.
 """
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("SYMGRAD_COMPILE", "sync")  # steady-state timings: the numba kernel once hot, not the numpy tier
 import sys
 import time
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+
+os.environ.setdefault("SYMGRAD_COMPILE", "sync")  # steady-state timings: the numba kernel once hot, not the numpy tier
 import shutil
 import sys
 import tempfile
