@@ -31,7 +31,9 @@ def fused(inputs: Sequence[Node], expr: sp.Expr, dtype, shape_hint: tuple | None
             index[node.id] = len(kept)
             subs[A[i]] = A[len(kept)]
             kept.append(node)
-    expr = expr.xreplace(subs)
+    subs = {k: v for k, v in subs.items() if k is not v}
+    if subs:  # (an identity renaming would rebuild, and so re-associate, every product)
+        expr = expr.xreplace(subs)
     return apply("fused", *kept, expr=expr, dtype=dtype)
 
 
@@ -82,7 +84,7 @@ def _pow_contribution(node: Node, g: Node, x: Node, masked: bool) -> Node:
     ``x ** 2``), so ``create_graph`` results keep their grad_fn as torch's do (and the rule saves ``x``)."""
     e = node.attr("exponent")
     base = apply("pow", x, exponent=e - 1)
-    expr = A[0] * e * A[1]
+    expr = sp.Mul(A[0], e * A[1], evaluate=False)  # torch's grad * (e * x.pow(e - 1)), in that association
     if masked:
         expr = sp.Piecewise((0, sp.Eq(A[0], 0) & IsNotFinite(A[1])), (expr, True))
     return fused((g, base), expr, node.dtype)
