@@ -224,6 +224,7 @@ EMIT: dict[type, Callable[[Any, _Context], list[str]]] = {
 
 WEAK = "weak"                       # the dtype of a Python literal: it takes the other operand's
 _FLOATS = ("float32", "float64")
+_ARITH = (sp.Add, sp.Mul, sp.Pow, sp.Max, sp.Min)
 #: statement types that take a numpy scalar where a 0-d array would do
 _SCALAR_SAFE = (ir.Elementwise, ir.Reshape, ir.Broadcast, ir.Size)
 _UFUNCS: dict[tuple, str | None] = {}
@@ -238,14 +239,10 @@ def _strings(value: Any, out: list[str]) -> None:
 
 
 def _symbols(e: sp.Basic, memo: dict) -> frozenset[str]:
-    """The names of ``e``'s free symbols (``free_symbols`` without walking a shared subtree twice)."""
+    """The names of ``e``'s free symbols (memoised per expression)."""
     r = memo.get(e)
     if r is None:
-        if e.is_Symbol:
-            r = frozenset((e.name,))
-        else:
-            r = frozenset().union(*(_symbols(a, memo) for a in e.args)) if e.args else frozenset()
-        memo[e] = r
+        r = memo[e] = frozenset(s.name for s in e.free_symbols)
     return r
 
 
@@ -262,20 +259,14 @@ def _reads(st: Any, names: dict, memo: dict | None = None) -> list[str]:
 
 
 def _bshape(shapes: list[tuple]) -> tuple | None:
+    if not shapes:
+        return ()
+    if all(s == shapes[0] for s in shapes):
+        return tuple(shapes[0])
     try:
         return tuple(numpy.broadcast_shapes(*shapes))
     except ValueError:
         return None
-
-
-def _combine(kinds: list[str | None]) -> str | None:
-    """The dtype numpy gives an arithmetic of operands of these dtypes, where it is one float dtype."""
-    if None in kinds:
-        return None
-    strong = set(kinds) - {WEAK}
-    if not strong:
-        return WEAK
-    return strong.pop() if len(strong) == 1 and next(iter(strong)) in _FLOATS else None
 
 
 def _ufunc(e: sp.Expr, printer: KernelPrinter) -> str | None:
@@ -389,7 +380,7 @@ class _Plan:
         self.kernel = kernel = _ssa(kernel)
         self.ctx = ctx
         self.memo: dict = {}                   # symbol names of (sub)expressions
-        self._dtypes: dict = {}                # inferred dtypes of (sub)expressions
+        self._stmts: dict[int, Any] = {}
         body = kernel.body
         self.shape: dict[str, tuple] = {q.name: tuple(q.shape) for q in kernel.params}
         for st in body:
@@ -453,7 +444,7 @@ class _Plan:
         """Which elementwise readers read a one-element value instead of its broadcast, which constants
         are 0-d, and which broadcasts no reader needs any more."""
         body = self.kernel.body
-        reads = [_reads(st, self.shape, self.memo) for st in body]
+        reads = self._reads0 = [_reads(st, self.shape, self.memo) for st in body]
         readers = self._readers(reads)
         alias, shrunk = self._candidates()
         shrunk = {c for c in shrunk if all(r >= 0 and isinstance(body[r], ir.Elementwise) for r in readers[c])}
@@ -505,8 +496,11 @@ class _Plan:
 
     def stmt(self, i: int) -> Any:
         """Statement ``i`` as emitted (an elementwise one with its rewritten expression)."""
-        st = self.kernel.body[i]
-        return replace(st, expr=self.exprs[i]) if i in self.exprs else st
+        if i not in self.exprs:
+            return self.kernel.body[i]
+        if i not in self._stmts:
+            self._stmts[i] = replace(self.kernel.body[i], expr=self.exprs[i])
+        return self._stmts[i]
 
     def _reads_now(self, i: int) -> list[str]:
         if i in self.folded:
@@ -518,7 +512,7 @@ class _Plan:
             return sorted({self.kernel.body[j].arg for j in self.scatter[i]})
         if i in self.matvec:
             return self.matvec[i][0]
-        return _reads(st, self.shape, self.memo)
+        return _reads(st, self.shape, self.memo) if i in self.exprs else self._reads0[i]
 
     def _dead(self) -> None:
         """Statements nothing reads any more (a seed's reshape once its broadcast is folded)."""
@@ -593,22 +587,23 @@ class _Plan:
     def infer(self, e: sp.Expr, printer: KernelPrinter) -> str | None:
         """The dtype numpy gives the printed ``e``: WEAK for Python literals, None where it is not one
         float dtype provably."""
-        if e in self._dtypes:
-            return self._dtypes[e]
-        d: str | None = None
         if e.is_Symbol:
             d = self.dtype.get(e.name)
-            d = d if d in _FLOATS else None
-        elif e.is_Number or e.is_NumberSymbol:
-            d = WEAK if e.is_real is not False or e in (sp.nan, sp.zoo) else None
-        elif isinstance(e, (sp.Add, sp.Mul, sp.Pow, sp.Max, sp.Min)):
-            d = _combine([self.infer(a, printer) for a in e.args])
-        elif isinstance(e, sp.Function) and _ufunc(e, printer) is not None:
-            d = _combine([self.infer(a, printer) for a in e.args])
-            d = d if d in _FLOATS else None     # a ufunc of literals is float64, whatever they are
-        if not e.is_Symbol:       # a temporary's dtype is set when it is made
-            self._dtypes[e] = d
-        return d
+            return d if d in _FLOATS else None
+        if e.is_Number or e.is_NumberSymbol:
+            return WEAK if e.is_real is not False or e is sp.nan or e is sp.zoo else None
+        arith = isinstance(e, _ARITH)
+        if not arith and not (isinstance(e, sp.Function) and _ufunc(e, printer) is not None):
+            return None
+        strong = None           # the one float dtype of the operands that are not Python literals
+        for a in e.args:
+            d = self.infer(a, printer)
+            if d is None or (d != WEAK and strong is not None and d != strong):
+                return None
+            if d != WEAK:
+                strong = d
+        # arithmetic of literals is a literal; a ufunc of literals is float64, whatever they are
+        return strong if strong is not None else (WEAK if arith else None)
 
     # -------------------------------------------------------------- chunked passes
     def _chunkable(self, i: int, g: _Group | None) -> str | None:
