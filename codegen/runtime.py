@@ -374,13 +374,24 @@ def _rows_sum(y: np.ndarray) -> np.ndarray:
         return _seq2(y)
     if nc >= step * step or (y.size >= 1 << 15 and m < 256):
         return multi_row_sum(y[None])[0]                   # super-groups, or big: the batched version
-    c = np.add.reduce(y[:nc * step].reshape(nc, step, m), axis=1)   # chunk sums
+    c = _chunk_sums(y[:nc * step], nc, step)
     ng = nc // step
     out = _seq2(y[nc * step:]) if k > nc * step else None
     for part in (c[ng * step:], np.add.reduce(c[:ng * step].reshape(ng, step, m), axis=1) if ng else c[:0]):
         if part.shape[0]:
             out = _seq2(part) if out is None else out + _seq2(part)
     return out
+
+
+def _chunk_sums(y: np.ndarray, nc: int, step: int) -> np.ndarray:
+    """Running sums of ``nc`` chunks of ``step`` rows of (rows, lanes): with few lanes, numpy's inner loop (the
+    lanes) is short, so the rows are first copied chunk-row outermost, as opaque blocks of one row each."""
+    m = y.shape[1]
+    if m < 64 and nc >= 8 and y.strides == (m * y.itemsize, y.itemsize) and y.flags.aligned:
+        rows = y.view(np.dtype((np.void, m * y.itemsize))).reshape(nc, step)
+        t = np.ascontiguousarray(rows.T).view(y.dtype).reshape(step, nc * m)
+        return np.add.reduce(t, axis=0).reshape(nc, m)
+    return np.add.reduce(y.reshape(nc, step, m), axis=1)
 
 
 def _row_sum2(y: np.ndarray) -> np.ndarray:
