@@ -102,6 +102,7 @@ P = np.array([10.0, 28.0, 8.0 / 3.0])
 P_STABLE = np.array([10.0, 0.5, 8.0 / 3.0])
 RNN_UNITS, RNN_INPUTS = 64, 8
 RTOL = 1e-10
+LIMIT = [60.0]  # --compile-limit, for the summary's text
 
 # ------------------------------------------------------------------------------------ libraries, lazily
 
@@ -702,24 +703,28 @@ class Row:
     def fresh_ok(self) -> list[dict]:
         return [f for f in self.fresh if "calls" in f]
 
-    def full_speed(self) -> tuple[float, float, float, int] | None:
+    def full_speed(self) -> tuple[float, float, float | None, int | None] | None:
         """(import, 1st call, time to full speed, calls) medians over the fresh processes: the build and the
-        calls before the first at full speed, extended while a call still takes over twice the steady time."""
-        ok = [f for f in self.fresh_ok() if f["full"] is not None]
+        calls before the first at full speed, extended while a call still takes over twice the steady time.
+        The last two are None when a fresh process did not reach full speed."""
+        ok = self.fresh_ok()
         if not ok:
             return None
-        firsts, fulls, imps, counts = [], [], [], []
+        firsts = [f["setup"] + f["calls"][0] for f in ok]
+        imps = [f["import"] for f in ok]
+        fulls, counts = [], []
         for f in ok:
             c, j = f["calls"], f["full"]
+            if j is None:
+                break
             ref = self.steady if self.steady is not None else min(c[j:])
             while j < len(c) - 1 and c[j] > 2 * ref + 5e-4:
                 j += 1
-            firsts.append(f["setup"] + c[0])
             fulls.append(f["setup"] + sum(c[:j]))
-            imps.append(f["import"])
             counts.append(j)
-        return (float(np.median(imps)), float(np.median(firsts)), float(np.median(fulls)),
-                int(np.median(counts)))
+        if len(fulls) < len(ok):
+            return float(np.median(imps)), float(np.median(firsts)), None, None
+        return float(np.median(imps)), float(np.median(firsts)), float(np.median(fulls)), int(np.median(counts))
 
 
 def available(impl: Impl) -> str:
@@ -750,7 +755,7 @@ def checkpoint_for(workload: str, n: int) -> tuple[tuple, str]:
 def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, limit: float, mem_gb: float,
                  rounds: int, budget: float, log=print) -> dict[int, list[Row]]:
     table: dict[int, list[Row]] = {}
-    prev: dict[str, tuple[int, float]] = {}    # key -> (steps, time to full speed) of the last measured count
+    prev: dict[str, tuple[int, float]] = {}    # key -> (steps, 1st call seconds) of the last measured count
     per_call: dict[str, tuple[int, float]] = {}  # key -> (steps, steady seconds per call) likewise
     stopped: dict[str, str] = {}               # key -> why it no longer runs
     for n in steps:
@@ -761,7 +766,7 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
             if not row.status and row.impl.grows and key in prev:
                 m, t = prev[key]
                 if t * n / m > limit:
-                    row.status = f"skipped: {t:.1f} s to full speed at {m} steps, > {limit:.0f} s here"
+                    row.status = f"skipped: 1st call {t:.1f} s at {m} steps, > {limit:.0f} s here"
                     stopped[key] = row.status
         live = [r for r in rows if not r.status]
         # fresh processes, the implementations taken in turn (rotating), empty caches
@@ -785,14 +790,17 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
                 elif "error" in f:
                     row.status = f"error in a fresh process: {f['error']}"
                 elif f["full"] is None:
+                    # the 1st call stands (the row shows it); no more processes, not built in this one
                     c = f["calls"]
-                    later = np.median(c[1:] or c)
-                    row.status = (f"not at full speed after {limit:.0f} s in a fresh process (1st call "
-                                  f"{f['setup'] + c[0]:.2f} s, then {len(c) - 1} calls of {later:.3g} s)")
-                    stopped[row.impl.key] = f"skipped: not at full speed after {limit:.0f} s at {n} steps"
+                    row.notes.append(f"not at full speed after {limit:.0f} s in a fresh process: {len(c) - 1} "
+                                     f"calls of {np.median(c[1:] or c):.3g} s after the 1st")
+                    row.status = "partial"
         for row in rows:
             if row.status == "drop-reps":
                 row.status = ""
+            fs = row.full_speed() if row.status in ("", "partial") else None
+            if fs is not None:
+                prev[row.impl.key] = (n, fs[1])
         # this process: build, check against torch, then steady timing
         if all(row.status for row in rows):
             table[n] = rows
@@ -827,9 +835,6 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
             if row.impl.label in times:
                 row.steady, row.steady_min = times[row.impl.label]
                 per_call[row.impl.key] = (n, row.steady)
-                fs = row.full_speed()
-                if fs is not None:
-                    prev[row.impl.key] = (n, fs[2])
         table[n] = rows
     return table
 
@@ -851,7 +856,7 @@ def print_table(title: str, workload: str, table: dict[int, list[Row]], reps: in
         ref_t = {k: by_key[k].steady if k in by_key else None for k in refs}
         for r in rows:
             head = f"  {n:5d}  {r.impl.label:{width}}"
-            if r.status:
+            if r.status and r.status != "partial":
                 print(f"{head}  {r.status}")
                 continue
             fs = r.full_speed()
@@ -859,7 +864,11 @@ def print_table(title: str, workload: str, table: dict[int, list[Row]], reps: in
                 fresh = f"{'-':>8}  {'-':>10}  {'-':>15}"
             else:
                 imp, first, full, cnt = fs
-                fresh = f"{imp:8.2f}  {first:10.3f}  {f'{full:.3f} ({cnt})':>15}"
+                full_s = f"{full:.3f} ({cnt})" if full is not None else "not reached"
+                fresh = f"{imp:8.2f}  {first:10.3f}  {full_s:>15}"
+            if r.steady is None:
+                print(f"{head}  {fresh}  {'-':>10}  {'-':>9}" + "".join(f"  [{x}]" for x in r.notes))
+                continue
             ratios = "  ".join(f"{r.steady / ref_t[k]:20.3g}" if ref_t[k] else f"{'-':>20}" for k in refs)
             print(f"{head}  {fresh}  {1e3 * r.steady:10.4g}  {1e3 * r.steady_min:9.4g}  {ratios}"
                   + "".join(f"  [{x}]" for x in r.notes))
@@ -871,33 +880,36 @@ def summary(tables: dict[str, dict[int, list[Row]]]) -> None:
     def line(ok, text):
         print(f"  [{'met' if ok else 'MISSED' if ok is not None else 'n/a'}] {text}")
 
-    def get(workload, n, key):
+    def get(workload, n, key, steady=True):
+        """The row, if measured (``steady=False``: if its fresh processes ran, full speed reached or not)."""
         for r in tables.get(workload, {}).get(n, []):
-            if r.impl.key == key and not r.status and r.steady is not None:
+            if r.impl.key == key and (r.steady is not None if steady else r.full_speed() is not None):
                 return r
         return None
     for n in (100, 1000):
         fori, ca, jx, nb = (get("lorenz", n, k) for k in ("sg_fori", "ca_sx", "jax_fori", "numba"))
-        if fori is None:
-            line(None, f"Lorenz {n} steps, sg.fori_loop: not measured")
-            continue
         for ref, name, bound in ((ca, "CasADi SX", 0.5), (jx, "JAX fori_loop", 0.5), (nb, "the numba limit", 2.0)):
-            if ref is None:
-                line(None, f"Lorenz {n} steps, sg.fori_loop steady <= {bound}x {name}: {name} not measured")
+            text = f"Lorenz {n} steps, sg.fori_loop steady <= {bound}x {name}'s"
+            if fori is None or ref is None:
+                line(None, f"{text}: {'sg.fori_loop' if fori is None else name} not measured")
             else:
                 x = fori.steady / ref.steady
-                line(x <= bound, f"Lorenz {n} steps, sg.fori_loop steady <= {bound}x {name}: {x:.2f}x")
-        fs, jfs = fori.full_speed(), jx.full_speed() if jx is not None else None
-        if fs is None or jfs is None:
-            line(None, f"Lorenz {n} steps, sg.fori_loop time to full speed <= JAX fori_loop's first call: not measured")
+                line(x <= bound, f"{text}: {x:.2f}x")
+        fresh, jfresh = get("lorenz", n, "sg_fori", steady=False), get("lorenz", n, "jax_fori", steady=False)
+        text = f"Lorenz {n} steps, sg.fori_loop time to full speed <= JAX fori_loop's first call"
+        if fresh is None or jfresh is None:
+            line(None, f"{text}: not measured")
+        elif fresh.full_speed()[2] is None:
+            line(False, f"{text}: not at full speed in {LIMIT[0]:.0f} s vs {jfresh.full_speed()[1]:.2f} s")
         else:
-            line(fs[2] <= jfs[1], f"Lorenz {n} steps, sg.fori_loop time to full speed <= JAX fori_loop's first "
-                                  f"call: {fs[2]:.2f} s vs {jfs[1]:.2f} s")
-    un, fori = get("lorenz", 1000, "sg_unrolled"), get("lorenz", 1000, "sg_fori")
-    if un is None or un.full_speed() is None:
+            line(fresh.full_speed()[2] <= jfresh.full_speed()[1],
+                 f"{text}: {fresh.full_speed()[2]:.2f} s vs {jfresh.full_speed()[1]:.2f} s")
+    un, fori = get("lorenz", 1000, "sg_unrolled", steady=False), get("lorenz", 1000, "sg_fori")
+    if un is None:
         line(None, "Lorenz 1000 steps unrolled: first call <= 3 s: not measured")
     else:
         line(un.full_speed()[1] <= 3.0, f"Lorenz 1000 steps unrolled: first call <= 3 s: {un.full_speed()[1]:.2f} s")
+    un = get("lorenz", 1000, "sg_unrolled")
     if un is None or fori is None:
         line(None, "Lorenz 1000 steps unrolled: steady within 2x sg.fori_loop's: not measured")
     else:
@@ -957,6 +969,7 @@ def main(argv=None) -> None:
     steps = [int(s) for s in args.steps.split(",")] if args.steps else ([100] if quick else [10, 100, 1000, 10000])
     reps = args.reps or (1 if quick else 3)
     limit = args.compile_limit or 60.0
+    LIMIT[0] = limit
     rounds, budget = (3, 0.3) if quick else (5, 1.5)
     print(f"symgrad loop benchmarks{' (--quick)' if quick else ''}: float64, {versions()}")
     sg = lib("symgrad")
