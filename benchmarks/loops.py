@@ -18,8 +18,9 @@ yet, gives a row that says so):
 * ``JAX fori_loop`` / ``JAX scan`` and ``JAX unrolled``: ``jax.jit(jax.value_and_grad(...))``, x64 enabled,
   one thread (``XLA_FLAGS``, unless set by the caller) like every other column.
 * ``CasADi SX unrolled``: the whole computation as one SX expression, ``gradient``, one ``Function``
-  (CasADi's virtual machine, no code generation); ``CasADi mapaccum``: one SX step ``Function``,
-  ``mapaccum(N)`` in an MX graph, its gradient (MX reverse mode over the mapped steps).
+  (CasADi's virtual machine, no code generation); ``CasADi mapaccum``: one step ``Function`` (SX for the
+  Lorenz system; MX for the RNN, whose gradient ran 4x faster so than with an SX step), ``mapaccum(N)`` in an
+  MX graph, its gradient (MX reverse mode over the mapped steps).
 * ``torch eager``: the Python loop on tensors, ``backward()``.
 * ``numba limit``: a hand-written ``@numba.njit`` forward loop storing the states and its hand-written
   discrete adjoint (for RK4: the adjoint of the four stages, stage states recomputed from the stored
@@ -53,16 +54,17 @@ count is checked at ``p = (10, 0.5, 8/3)`` instead (``rho < 1``: the orbit decay
 well-conditioned problem through the same code) and the table says so. A failed check marks the row
 ``WRONG`` and keeps it out of the timing.
 
-Skips: an unrolled implementation (its build grows with the steps) whose time to full speed at the previous
-step count, scaled linearly to the next, exceeds ``--compile-limit`` seconds (default 60) is not run at the
-larger count (the table says so: JAX unrolled past 10 steps); an implementation not at full speed after that
-long in a fresh process is reported and not run further (the process is stopped 30 s later at most). Fresh
-processes other than JAX's get ``--mem-limit`` GiB of data memory (default 6). ``--quick`` (about a minute on
-2 cores for the peers; symgrad's numba compiles add to it, twice: in the fresh process and in this one): the
-Lorenz system at 100 steps and the RNN, one fresh process per implementation, fewer samples, the unrolled
-columns that take tens of seconds to full speed (symgrad, JAX; CasADi SX for the RNN) left out. No timing is asserted;
-the closing summary compares the figures with the targets of issue 15. ``SYMGRAD_COMPILE=sync`` (inherited by
-the fresh processes) measures symgrad with the numba compile blocking the hot call instead.
+Skips: an unrolled implementation (its build grows with the steps) whose 1st call at the previous step count,
+scaled linearly to the next, exceeds ``--compile-limit`` seconds (default 60) is not run at the larger count
+(the table says so: JAX unrolled past 10 steps). A fresh process still short of full speed after that long
+is ended: its import and 1st call stay in the table, the row gets no steady time and no more processes. A
+fresh process is stopped 30 s after the limit (plus a few calls' time where calls are slow). Fresh processes
+other than JAX's get ``--mem-limit`` GiB of data memory (default 6). ``--quick`` (about a minute on 2 cores
+for the peers; symgrad's numba compiles add to it, twice: in the fresh process and in this one): the Lorenz
+system at 100 steps and the RNN, one fresh process per implementation, fewer samples, the unrolled columns
+that take tens of seconds to full speed (symgrad, JAX; CasADi SX for the RNN) left out. No timing is
+asserted; the closing summary compares the figures with the targets of issue 15. ``SYMGRAD_COMPILE=sync``
+(inherited by the fresh processes) measures symgrad with the numba compile blocking the hot call instead.
 """
 from __future__ import annotations
 
