@@ -17,6 +17,22 @@ def _bindable(e: sp.Basic) -> bool:
     return isinstance(e, sp.Expr) and bool(e.args) and not isinstance(e, ExprCondPair)
 
 
+def repeats(expr: sp.Basic) -> bool:
+    """Whether some compound subexpression occurs twice (else CSE has nothing to bind but partial products,
+    and ``sympy.cse`` is the costliest step of emission)."""
+    seen: set = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if not e.args:
+            continue
+        if e in seen:
+            return True
+        seen.add(e)
+        stack.extend(e.args)
+    return False
+
+
 def has_ops(expr: sp.Basic, limit: int) -> bool:
     """Whether ``expr`` has at least ``limit`` operation nodes, counted as a tree (a shared subtree
     counts each time), with an early exit (unlike ``count_ops``)."""

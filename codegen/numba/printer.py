@@ -111,8 +111,12 @@ class NumbaPrinter(KernelPrinter):
                     out = self._print(value)
                     continue
                 out = self._print(sp.nan)
-            out = f"({self._print(value)} if {self._print(cond)} else {out})"
+            out = self._choice(self._print(cond), self._print(value), out)
         return out
+
+    def _choice(self, cond: str, value: str, other: str) -> str:
+        """``value`` where ``cond`` holds, else ``other`` (a conditional expression)."""
+        return f"({value} if {cond} else {other})"
 
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         base, e = expr.args

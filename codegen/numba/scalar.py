@@ -62,7 +62,7 @@ import sympy as sp
 from sympy.functions.elementary.piecewise import ExprCondPair
 
 from .. import ir
-from ..cse import has_ops, rebuild, tree_cse
+from ..cse import has_ops, rebuild, repeats, tree_cse
 from ..functions import IsFinite, IsInf, IsNan, NumpyPredicate
 from ..names import comment, fresh, identifier
 from .plan import RESERVED
@@ -238,21 +238,6 @@ def _drop_zero_terms(expr: sp.Basic, zeros: set) -> sp.Basic:
     return walk(expr)
 
 
-def _repeats(expr: sp.Basic) -> bool:
-    """Whether some compound subexpression occurs twice (else there is nothing to bind)."""
-    seen: set = set()
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if not e.args:
-            continue
-        if e in seen:
-            return True
-        seen.add(e)
-        stack.extend(e.args)
-    return False
-
-
 def _nodes(expr: sp.Basic, cap: int) -> int:
     """The operation nodes of ``expr`` as a tree, counted up to ``cap``."""
     n, stack = 0, [expr]
@@ -268,16 +253,8 @@ class ScalarPrinter(NumbaPrinter):
     """``NumbaPrinter`` without branches: ``Piecewise`` as nested selects (``PRELUDE``), ``And``/``Or`` as
     ``&``/``|`` of the (boolean) operands instead of short-circuit ``and``/``or``."""
 
-    def _print_Piecewise(self, expr: sp.Piecewise) -> str:
-        out = None
-        for value, cond in reversed(expr.args):
-            if out is None:
-                if cond == sp.true:
-                    out = self._print(value)
-                    continue
-                out = self._print(sp.nan)
-            out = f"{SELECT}({self._print(cond)}, {self._print(value)}, {out})"
-        return out
+    def _choice(self, cond: str, value: str, other: str) -> str:
+        return f"{SELECT}({cond}, {value}, {other})"
 
     def _print_Integer(self, expr: sp.Expr) -> str:
         # in a float64 statement a float literal (the same value: numba converts ints first), so that selects
@@ -500,7 +477,7 @@ class _Emitter:
                     yield sp.Symbol(name, real=True)
 
         reps: list = []
-        if has_ops(expr, 4) and _repeats(expr):
+        if has_ops(expr, 4) and repeats(expr):
             reps, (expr,) = tree_cse([expr], symbols())
         pr = ScalarPrinter(names, st.dtype)
         code = pr.doprint(expr)
