@@ -22,9 +22,9 @@ from ..eager.grad_mode import enable_grad, is_grad_enabled
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..kernels import program as _program
-from ..kernels.roll import roll_loops
 from ..kernels import stats as _stats
 from ..kernels.program import Program
+from ..kernels.roll import roll_loops
 from ..ops import A, apply
 from ..ops import source as _src
 from ..ops.compiled import compiled_call, compiled_grad
