@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import basic as _basic
 from .. import composite as _composite
+from ..dynamic_index import has_traced_index, traced_getitem
 from ..indexing import getitem
 
 if TYPE_CHECKING:
@@ -17,6 +18,8 @@ class SelectionMethods:
     __slots__ = ()
 
     def __getitem__(self, index: Any) -> Tensor:
+        if has_traced_index(index):
+            return traced_getitem(self, index)
         return getitem(self, index)
 
     # composites of registry ops (``eager/composite.py``), as methods
