@@ -20,6 +20,7 @@ from ..core.pytree import TreeSpec, tree_flatten, tree_unflatten
 from ..derive.loops import cast, leaf, rebuild, reshape
 from ..eager.base import _is_number
 from ..eager.basic import cat as _tcat
+from ..eager.functional import zeros as _zeros
 from ..eager.grad_mode import enable_grad
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
@@ -285,6 +286,14 @@ def _loop(kind: str, fn: Callable, init: Any, xs: Any, length: int | None, rever
     if y_parts and dt is dtypes.float32 and any(p.dtype is not dtypes.float32 for p in y_parts):
         dt = dtypes.float64       # a float64 (or integer) output: carry everything in float64
         body, y_parts, y_spec, consts = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind)
+    if length == 0:
+        # no step runs (JAX's zero-trip loop): the carry as it came in, empty ys; the body was still traced
+        final = tree_unflatten(_unpack(_pack(c_ts, dt), carry), cspec)
+        if kind != "scan":
+            return final, None
+        if not y_parts:
+            return final, None if y_spec is None else tree_unflatten([], y_spec)
+        return final, tree_unflatten([_zeros(0, *p.shape, dtype=p.dtype) for p in y_parts], y_spec)
     inputs: list[Any] = [_pack(c_ts, dt)]
     if xparts is not None:
         rows = [t.reshape(length, -1) for t in x_ts]

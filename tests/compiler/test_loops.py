@@ -342,3 +342,14 @@ def test_any_and_all_trace():
     f = sg.compile(lambda x: sg.where((x > 1).any(), x, -x) + sg.where((x > -1).all(dim=0), x, 0 * x))
     np.testing.assert_array_equal(f(np.array([0.0, 2.0])), [0.0, 4.0])
     np.testing.assert_array_equal(f(np.array([0.0, -2.0])), [0.0, 2.0])
+
+
+def test_zero_trip_loops_return_the_carry_and_empty_ys():
+    f = sg.grad(lambda a: sg.fori_loop(2, 2, lambda i, c: c * a, a * 3))
+    assert float(f(sg.tensor(2.0, dtype=sg.float64))) == 3.0
+    g = sg.compile(lambda a, xs: sg.scan(lambda c, x: (c * a + x, (c * x, c)), a, xs))
+    c, (y1, y2) = g(sg.tensor(2.0, dtype=sg.float64), sg.zeros(0, dtype=sg.float64))
+    assert float(c) == 2.0 and tuple(y1.shape) == (0,) and tuple(y2.shape) == (0,)
+    c, ys = sg.scan(lambda c, x: (c + x.sum(), c * x), sg.tensor(1.0, dtype=sg.float64), np.zeros((0, 3)))
+    assert float(c) == 1.0 and tuple(ys.shape) == (0, 3)
+    assert sg.fori_loop(3, 1, lambda i, c: c * 2, sg.tensor([1, 2])).tolist() == [1, 2]
