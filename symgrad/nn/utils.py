@@ -23,9 +23,19 @@ import numpy as np
 from ..eager import formula as _formula
 from ..eager.base import make_tensor
 from ..eager.tensor import Tensor
+from .clip_grad import (  # noqa: F401
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+    parameters_to_vector,
+    vector_to_parameters,
+)
 from .modules.module import Module
 
-__all__ = ["functional_call"]
+__all__ = ["functional_call", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
 
 _MISSING = object()
 
