@@ -277,7 +277,7 @@ from .kernels.background import get_compile_mode, set_compile_mode
 from .kernels.stats import JitStats, jit_stats
 from .compiler.loops import fori_loop, scan, while_loop
 
-from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random  # noqa: E402  (the namespaces)
+from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random, utils  # noqa: E402  (the namespaces)
 from .eager import return_types  # noqa: E402
 from .eager.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
@@ -568,6 +568,7 @@ __all__ = [
     "unbind",
     "unflatten",
     "unsqueeze",
+    "utils",
     "value_and_grad",
     "var",
     "var_mean",

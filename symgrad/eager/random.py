@@ -148,7 +148,7 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, req
     return _leaf(rng.normal(_engine(generator), _size(size), d.np), requires_grad)
 
 
-def randint(low: int, high: Any = None, size: Any = None, *, generator: Generator | None = None, dtype: Any = None,
+def randint(low: Any = 0, high: Any = None, size: Any = None, *, generator: Generator | None = None, dtype: Any = None,
             requires_grad: bool = False, **_: Any) -> Tensor:
     """Integers on [low, high) (``torch.randint(high, size)`` / ``randint(low, high, size)``)."""
     check_optional(_.get("device"))

@@ -1,0 +1,6 @@
+"""``torch.utils``: ``data`` (datasets, samplers, ``DataLoader``) and ``checkpoint``."""
+from __future__ import annotations
+
+from . import checkpoint, data
+
+__all__ = ["checkpoint", "data"]
