@@ -17,9 +17,10 @@ from ..core import dtypes
 from ..core.errors import TracingError
 from ..core.graph import Node, toposort
 from ..core.pytree import TreeSpec, tree_flatten, tree_unflatten
-from ..derive.loops import cast, leaf, rebuild, reshape
+from ..derive.loops import cast, leaf, piece, rebuild, reshape
 from ..eager.base import _is_number
 from ..eager.basic import cat as _tcat
+from ..eager.dynamic_index import ROW_READS
 from ..eager.functional import zeros as _zeros
 from ..eager.grad_mode import enable_grad
 from ..eager.record import _apply
@@ -123,17 +124,43 @@ def _out_parts(ts: list[Any], what: str) -> list[Tensor]:
     return out
 
 
-def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[_Part] | None,
-                xspec: TreeSpec | None, dt: dtypes.DType, index: bool, kind: str, cond_fun: Callable | None = None
-                ) -> tuple:
-    """Trace ``fn`` once; returns (body, y parts, y spec, the outer values the body reads)."""
-    first = leaf((0,), dt).id             # every node the step makes has a larger id
-    wc = sum(p.size for p in carry)
-    c_leaf = leaf((wc,), dt)
-    x_leaf = leaf((sum(p.size for p in xparts),), dt) if xparts is not None else None
-    i_leaf = Node(_src.leaf, (), (), (), dtypes.int64) if index else None
-    ctx = _BodyContext()
+class _RowReads:
+    """``t[i, ...]`` in a ``fori_loop`` step, ``t`` from outside the step and ``i`` the step's counter, read as
+    a row of an ``xs`` the loop scans (``t[lower:upper]``): O(1) a step where a traced index costs O(len(t))."""
+
+    def __init__(self, i_leaf: Node, first: int, bounds: tuple[int, int], dt: dtypes.DType) -> None:
+        self.i_leaf, self.first, self.bounds, self.dt = i_leaf, first, bounds, dt
+        self.rows: dict[int, tuple[Tensor, Node]] = {}
+
+    def __call__(self, t: Any, index: Any) -> Any:
+        items = index if isinstance(index, tuple) else (index,)
+        if not items or not isinstance(items[0], Tracer) or items[0]._node is not self.i_leaf:
+            return None
+        rest = items[1:]
+        if any(e is not None and e is not Ellipsis and not isinstance(e, (int, np.integer, slice)) for e in rest):
+            return None
+        lo, hi = self.bounds
+        if not isinstance(t, Tensor) or t.ndim == 0 or lo < 0:
+            return None
+        if hi > t.shape[0]:     # the last step reads past the end, as the unrolled loop would
+            raise IndexError(f"index {hi - 1} is out of bounds for dimension 0 with size {t.shape[0]}")
+        if isinstance(t, Tracer) and t._node.id >= self.first:
+            return None         # computed in the step
+        if t.dtype is not self.dt and self.dt is not dtypes.float64:
+            return None         # its rows would be rounded into the packed xs
+        hit = self.rows.get(id(t))
+        if hit is None:
+            hit = self.rows[id(t)] = (t, leaf(tuple(t.shape[1:]), t.dtype))
+        row = Tracer.wrap(hit[1])
+        return row[rest] if rest else row
+
+
+def _trace_step(fn: Callable, ctx: _BodyContext, kind: str, c_leaf: Node, carry: list[_Part], cspec: TreeSpec,
+                x_leaf: Node | None, xparts: list[_Part] | None, xspec: TreeSpec | None, i_leaf: Node | None,
+                cond_fun: Callable | None, dt: dtypes.DType) -> tuple:
+    """Run the step function on symbolic inputs; its packed outputs, checked against the carry's types."""
     x_in: list[Tensor] = []
+    test = None
     with enable_grad(), ctx:
         c_in = _unpack(Tracer.wrap(c_leaf), carry)
         c_tree = tree_unflatten(c_in, cspec)
@@ -173,6 +200,38 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
             y_parts = [_Part(tuple(t.shape), t.dtype) for t in y_t]
         new_flat = _pack(new_t, dt)
         y_flat = _pack(y_t, dt) if y_t else None
+    return new_flat, y_flat, test, c_in, x_in, new_t, y_t, y_parts, y_spec
+
+
+def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[_Part] | None,
+                xspec: TreeSpec | None, dt: dtypes.DType, index: bool, kind: str, cond_fun: Callable | None = None,
+                bounds: tuple[int, int] = (0, 0)) -> tuple:
+    """Trace ``fn`` once; returns (body, y parts, y spec, the outer values the body reads, the outer tensors
+    whose rows ``[lower:upper]`` a fori step reads as its ``xs``)."""
+    first = leaf((0,), dt).id             # every node the step makes has a larger id
+    wc = sum(p.size for p in carry)
+    c_leaf = leaf((wc,), dt)
+    x_leaf = leaf((sum(p.size for p in xparts),), dt) if xparts is not None else None
+    i_leaf = Node(_src.leaf, (), (), (), dtypes.int64) if index else None
+    ctx = _BodyContext()
+    x_in: list[Tensor] = []
+    reads = _RowReads(i_leaf, first, bounds, dt) if i_leaf is not None else None
+    hook = reads if reads is not None else _no_rows    # an inner step never reads an outer loop's rows
+    ROW_READS.append(hook)
+    try:
+        traced = _trace_step(fn, ctx, kind, c_leaf, carry, cspec, x_leaf, xparts, xspec, i_leaf, cond_fun, dt)
+    finally:
+        ROW_READS.pop()
+    new_flat, y_flat, test, c_in, x_in, new_t, y_t, y_parts, y_spec = traced
+    rows = list(reads.rows.values()) if reads is not None else []
+    row_map: dict[int, Node] = {}
+    if rows:
+        x_leaf = leaf((sum(max(math.prod(lv.shape), 0) for _, lv in rows),), dt)
+        off = 0
+        for _, lv in rows:
+            size = math.prod(lv.shape)
+            row_map[lv.id] = cast(reshape(piece(x_leaf, off, off + size), lv.shape), lv.dtype)
+            off += size
     nodes = [_node_of(new_flat)] + ([_node_of(y_flat)] if y_flat is not None else [])
     if kind == "while":
         nodes.append(_node_of(test))
@@ -183,6 +242,7 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
         body_leaves.add(x_leaf.id)
     if i_leaf is not None:
         body_leaves.add(i_leaf.id)
+    body_leaves |= set(row_map)
     outer: dict[int, tuple[Any, Node]] = {}
 
     def foreign(n: Node) -> bool:
@@ -195,18 +255,23 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
         elif n.op is _src.leaf and n.id not in body_leaves:
             raise TracingError(f"{_NAMES[kind]}: the step reads a traced value of another function")
     memo: dict[int, Node] = {}
-    if outer:
-        nodes = rebuild(nodes, {i: lv for i, (_, lv) in outer.items()}, memo)
+    if outer or row_map:
+        nodes = rebuild(nodes, {**{i: lv for i, (_, lv) in outer.items()}, **row_map}, memo)
     consts = [(t, lv) for t, lv in lifted] + [(v, lv) for v, lv in outer.values()]
     new_c = nodes[0]
     if new_c.shape != (wc,):
         new_c = reshape(new_c, (wc,))
-    display = _display(fn, kind, cspec, c_in, i_leaf, x_in, new_t, y_t, consts, memo)
+    display = _display(fn, kind, cspec, c_in, i_leaf, x_in, new_t, y_t, consts, memo,
+                       [(t, row_map[lv.id]) for t, lv in rows])
     cond = nodes.pop() if kind == "while" else None
     body = Body(c_leaf, x_leaf, i_leaf, tuple(lv for _, lv in consts), cast(new_c, dt),
                 cast(nodes[1], dt) if len(nodes) > 1 else None, label=f"step of {getattr(fn, '__name__', 'f')}",
                 display=display, cond=cond)
-    return body, y_parts, y_spec, [v for v, _ in consts]
+    return body, y_parts, y_spec, [v for v, _ in consts], [t for t, _ in rows]
+
+
+def _no_rows(t: Any, index: Any) -> None:
+    return None
 
 
 def _param_names(fn: Callable, kind: str) -> tuple[str, str]:
@@ -233,7 +298,8 @@ def _leaf_names(base: str, spec: TreeSpec, n: int) -> list[str]:
 
 
 def _display(fn: Callable, kind: str, cspec: TreeSpec, c_in: list[Tensor], i_leaf: Node | None, x_in: list[Tensor],
-             new_t: list[Tensor], y_t: list[Tensor], consts: list, memo: dict[int, Node]) -> dict:
+             new_t: list[Tensor], y_t: list[Tensor], consts: list, memo: dict[int, Node],
+             rows: list[tuple[Tensor, Node]] = ()) -> dict:
     """How formulas print the step: the carry as ``s[k]`` -> ``s[k+1]``, the step's inputs by the user's names."""
     cname, other = _param_names(fn, kind)
     cnames = _leaf_names(cname, cspec, len(c_in))
@@ -241,6 +307,9 @@ def _display(fn: Callable, kind: str, cspec: TreeSpec, c_in: list[Tensor], i_lea
     if i_leaf is not None:
         ins.append((i_leaf, other))
     ins += [(t._node, f"{other}{j if len(x_in) > 1 else ''}[k]") for j, t in enumerate(x_in)]
+    for j, (t, node) in enumerate(rows):
+        name = (t._node.name if t._node is not None and t._node.name else None) or f"r{j}"
+        ins.append((node, f"{name}[{other}]"))
     const_names = []
     for i, (value, lv) in enumerate(consts):
         node = value._node if isinstance(value, Tensor) and value._node is not None else None
@@ -282,10 +351,13 @@ def _loop(kind: str, fn: Callable, init: Any, xs: Any, length: int | None, rever
     if length is None and kind != "while":
         raise ValueError("scan got no values to scan over and `length` not provided.")
     dt = pack_dtype([p.dtype for p in carry + (xparts or [])])
-    body, y_parts, y_spec, consts = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind, cond_fun)
+    bounds = (start, start + (length or 0))
+    body, y_parts, y_spec, consts, row_of = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind,
+                                                        cond_fun, bounds)
     if y_parts and dt is dtypes.float32 and any(p.dtype is not dtypes.float32 for p in y_parts):
         dt = dtypes.float64       # a float64 (or integer) output: carry everything in float64
-        body, y_parts, y_spec, consts = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori", kind)
+        body, y_parts, y_spec, consts, row_of = _trace_body(fn, carry, cspec, xparts, xspec, dt, kind == "fori",
+                                                            kind, None, bounds)
     if length == 0:
         # no step runs (JAX's zero-trip loop): the carry as it came in, empty ys; the body was still traced
         final = tree_unflatten(_unpack(_pack(c_ts, dt), carry), cspec)
@@ -297,6 +369,11 @@ def _loop(kind: str, fn: Callable, init: Any, xs: Any, length: int | None, rever
     inputs: list[Any] = [_pack(c_ts, dt)]
     if xparts is not None:
         rows = [t.reshape(length, -1) for t in x_ts]
+        rows = [r.to(dt) if r.dtype is not dt else r for r in rows]
+        inputs.append(rows[0] if len(rows) == 1 else _tcat(rows, 1))
+    elif row_of:
+        lo, hi = bounds
+        rows = [t[lo:hi].reshape(length, -1) for t in row_of]
         rows = [r.to(dt) if r.dtype is not dt else r for r in rows]
         inputs.append(rows[0] if len(rows) == 1 else _tcat(rows, 1))
     out = _apply(_scan_op, *inputs, *consts, body=body, length=None if length is None else int(length),

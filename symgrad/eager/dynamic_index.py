@@ -9,13 +9,17 @@ around: a traced program cannot raise on a value, JAX clamps instead).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .base import TensorBase, is_traced
 from .composite import _const, index_select
 from .indexing import _is_bool_index, getitem
+
+#: hooks that may read ``t[index]`` another way (``None``: not theirs); the innermost ``fori_loop`` being traced
+#: reads ``t[i]`` of an outer tensor ``t`` at its own counter ``i`` as a row of ``xs`` (``compiler/loops.py``)
+ROW_READS: list[Callable[[Any, Any], Any]] = []
 
 
 def has_traced_index(index: Any) -> bool:
@@ -48,6 +52,10 @@ def _static_masks(items: list) -> list:
 
 def traced_getitem(t: Any, index: Any) -> Any:
     """``t[index]`` where ``index`` holds traced integer tensors (see the module docstring)."""
+    if ROW_READS:
+        row = ROW_READS[-1](t, index)
+        if row is not None:
+            return row
     items = _static_masks(list(index) if isinstance(index, tuple) else [index])
     consumed = sum(1 for e in items if e is not None and e is not Ellipsis)
     if consumed > t.ndim:

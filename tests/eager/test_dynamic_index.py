@@ -107,3 +107,67 @@ def test_float_index_and_traced_mask_are_refused():
         sg.compile(lambda x, m: x[m])(sg.tensor(X[0, :, 0]), sg.tensor([True, False, True, False, True]))
     with pytest.raises(IndexError, match="too many indices"):
         sg.compile(lambda x, i: x[i, i, i, i])(sg.tensor(X), sg.tensor([0]))
+
+
+def _fori_vs_torch(read, n, lo=0):
+    """value and gradients of a fori loop whose step reads ``read(t, i)`` of closed-over tensors, vs torch."""
+    xs = np.linspace(-1.0, 1.0, 7)
+    ws = np.linspace(0.5, 2.0, 14).reshape(7, 2)
+
+    def loss(a, xs_, ws_):
+        return sg.fori_loop(lo, lo + n, lambda i, c: c * sg.tanh(a * read(xs_, ws_, i)[0]) + read(xs_, ws_, i)[1],
+                            sg.ones(2, dtype=sg.float64)).square().sum()
+    val, grads = sg.value_and_grad(loss, argnums=(0, 1, 2))(sg.tensor(0.7, dtype=sg.float64), sg.tensor(xs),
+                                                            sg.tensor(ws))
+    at = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    xt = torch.tensor(xs, requires_grad=True)
+    wt = torch.tensor(ws, requires_grad=True)
+    c = torch.ones(2, dtype=torch.float64)
+    for i in range(lo, lo + n):
+        r = read(xt, wt, torch.tensor(i))
+        c = c * torch.tanh(at * r[0]) + r[1]
+    ref = c.square().sum()
+    ref.backward()
+    np.testing.assert_allclose(val.numpy(), ref.detach().numpy(), rtol=1e-12)
+    for g, w in zip(grads, (at.grad, xt.grad, wt.grad)):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-11, atol=1e-14)
+
+
+@pytest.mark.parametrize("read,n,lo", [
+    (lambda x, w, i: (x[i], w[i]), 5, 1),                    # rows of xs
+    (lambda x, w, i: (x[i], w[i, None, ::1][0]), 7, 0),      # a row, then a static index of it
+    (lambda x, w, i: (x[6 - i], w[i % 7]), 9, 0),             # computed indices: the one-hot reading
+    (lambda x, w, i: (x[i], w[i]), 3, -3),                    # negative counter: counts from the end
+], ids=["rows", "row then slice", "computed", "negative"])
+def test_fori_reads_of_the_counter(read, n, lo):
+    _fori_vs_torch(read, n, lo)
+
+
+def test_rows_read_by_the_counter_are_scanned_not_selected():
+    xs = sg.tensor(np.linspace(0.0, 1.0, 5))
+    text = sg.value_and_grad(lambda a, d: sg.fori_loop(0, 5, lambda i, c: c + a * d[i],
+                                                       sg.tensor(0.0, dtype=sg.float64))).formulas(
+        sg.tensor(2.0, dtype=sg.float64), xs)
+    assert "d[i]" in str(text)   # the row of d at the step, not a selection over all of d
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 5"):
+        sg.compile(lambda a: sg.fori_loop(0, 6, lambda i, c: c + a * xs[i], a))(sg.tensor(1.0, dtype=sg.float64))
+
+
+def test_nested_loops_read_their_own_and_the_outer_counter():
+    table = np.linspace(0.1, 1.2, 12).reshape(3, 4)
+
+    def f(a, t):
+        def outer(i, c):
+            return sg.fori_loop(0, 4, lambda j, d: d * a + t[i, j] + sg.sin(t[i][j] * d), c)
+        return sg.fori_loop(0, 3, outer, sg.tensor(0.2, dtype=sg.float64))
+    val, g = sg.value_and_grad(f, argnums=(0, 1))(sg.tensor(0.9, dtype=sg.float64), sg.tensor(table))
+    at = torch.tensor(0.9, dtype=torch.float64, requires_grad=True)
+    tt = torch.tensor(table, requires_grad=True)
+    d = torch.tensor(0.2, dtype=torch.float64)
+    for i in range(3):
+        for j in range(4):
+            d = d * at + tt[i, j] + torch.sin(tt[i][j] * d)
+    d.backward()
+    np.testing.assert_allclose(val.numpy(), d.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g[0].numpy(), at.grad.numpy(), rtol=1e-11)
+    np.testing.assert_allclose(g[1].numpy(), tt.grad.numpy(), rtol=1e-11, atol=1e-14)
