@@ -27,7 +27,7 @@ from codegen import emit_numpy, load_kernel, runtime
 from ..core.graph import Node, toposort
 from ..derive.simplify import simplify_graph
 from ..ops import source as _src
-from . import background
+from . import background, llvm_tier
 from . import stats as _stats
 from .loops import share_histories
 from .lower import lower
@@ -112,6 +112,7 @@ class Program:
         self.hot_after = HOT_CALLS if hot_after is None else hot_after
         if torch_order and runtime.rounds_otherwise_in_numba(self.kernel):
             self.hot_after = 1 << 62  # eager numbers follow torch's: the numba kernel would round otherwise
+        llvm_tier.early(self, HOT_CALLS)  # a loop the LLVM backend takes: compiled on the first call
         self.calls = 0
         self.jit: Callable | None = None
         self.jit_source = ""
@@ -202,6 +203,9 @@ class Program:
         if state == "pending" and tier.gen != background.GENERATION:
             state = tier.state = None      # queued before this process was forked: the parent's job
         if state is None:
+            took = llvm_tier.take(self, tier)  # small-state loops: llvmlite compiles them in milliseconds, here
+            if took or took is None:           # None: an early try refused; numba's tier starts when hot as before
+                return tier.live
             return self._compile_now(tier, args) if background.is_sync() else self._queue(tier, args)
         if state == "failed" and tier.failure is not None:
             msg, tier.failure = tier.failure, None

@@ -15,11 +15,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-STAGES = ("trace", "derive", "lower", "emit", "numba")
+STAGES = ("trace", "derive", "lower", "emit", "numba", "llvm")
 
 _LOCK = threading.Lock()
 _COUNTS = dict.fromkeys(("traces", "programs", "numba_compiles", "cache_hits", "numba_refused", "background_pending",
-                         "background_done", "background_failed", "tier_switches"), 0)
+                         "background_done", "background_failed", "tier_switches", "llvm_compiles",
+                         "llvm_refused"), 0)
 _SECONDS = dict.fromkeys(STAGES, 0.0)
 
 #: print one line per compile on stderr (``SYMGRAD_LOG=compiles``, or ``set_log_compiles``)
@@ -36,8 +37,9 @@ class JitStats:
     ``numba_compiles``: numba kernels compiled (here or by the background helper); ``cache_hits``: numba kernels
     loaded from the disk cache instead; ``numba_refused``: programs whose IR the numba emitter does not take (their
     numpy kernel stays); ``background_*``: background compiles waiting or running, finished, failed;
-    ``tier_switches``: programs that moved from the numpy kernel to the numba one; ``seconds``: total per stage
-    (trace, derive, lower, emit, numba).
+    ``tier_switches``: programs that moved from the numpy kernel to the numba (or LLVM) one; ``llvm_compiles`` /
+    ``llvm_refused``: hot programs the LLVM backend compiled / did not take (``kernels.llvm_tier``); ``seconds``:
+    total per stage (trace, derive, lower, emit, numba, llvm).
     """
 
     traces: int = 0
@@ -49,6 +51,8 @@ class JitStats:
     background_done: int = 0
     background_failed: int = 0
     tier_switches: int = 0
+    llvm_compiles: int = 0
+    llvm_refused: int = 0
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
     def as_dict(self) -> dict[str, Any]:
