@@ -267,7 +267,62 @@ def _trace_body(fn: Callable, carry: list[_Part], cspec: TreeSpec, xparts: list[
     body = Body(c_leaf, x_leaf, i_leaf, tuple(lv for _, lv in consts), cast(new_c, dt),
                 cast(nodes[1], dt) if len(nodes) > 1 else None, label=f"step of {getattr(fn, '__name__', 'f')}",
                 display=display, cond=cond)
-    return body, y_parts, y_spec, [v for v, _ in consts], [t for t, _ in rows]
+    return _intern(body), y_parts, y_spec, [v for v, _ in consts], [t for t, _ in rows]
+
+
+#: traced steps by structure: a loop traced again with the same step (an eager training loop calling
+#: ``fori_loop`` every iteration) gets the same ``Body``, so its eager programs and derived loops are reused
+_BODIES: dict[tuple, Body] = {}
+_MAX_BODIES = 512
+
+
+def _intern(body: Body) -> Body:
+    key = _body_key(body)
+    if key is None:
+        return body
+    hit = _BODIES.get(key)
+    if hit is not None:
+        return hit
+    if len(_BODIES) >= _MAX_BODIES:
+        _BODIES.pop(next(iter(_BODIES)))
+    _BODIES[key] = body
+    return body
+
+
+def _body_key(body: Body) -> tuple | None:
+    """The step's graph as a hashable value (leaves by role; constants by value), its label and printed names;
+    None where a constant is too big to key on."""
+    leaves = {body.carry.id: ("c",)}
+    if body.x is not None:
+        leaves[body.x.id] = ("x",)
+    if body.index is not None:
+        leaves[body.index.id] = ("i",)
+    for k, c in enumerate(body.consts):
+        leaves[c.id] = ("k", k)
+    roots = [n for n in (body.new_carry, body.y, body.cond) if n is not None]
+    pos: dict[int, int] = {}
+    items: list[tuple] = []
+    for n in toposort(roots):
+        if n.id in leaves:
+            item: tuple = (leaves[n.id], n.shape, n.dtype.name)
+        elif n.op is _src.const:
+            v = np.asarray(n.value)
+            if v.size > 4096:
+                return None
+            item = ("const", v.dtype.str, v.shape, v.tobytes(), n.dtype.name)
+        else:
+            try:
+                hash(n.attrs)
+            except TypeError:
+                return None
+            item = (n.op, n.attrs, tuple(pos[i.id] for i in n.inputs), n.shape, n.dtype.name, n.requires_grad)
+        pos[n.id] = len(items)
+        items.append(item)
+    d = body.display or {}
+    names = (d.get("carry"), tuple(name for _, name in d.get("ins", ())), tuple(name for name, _ in d.get("outs", ())),
+             d.get("consts"))
+    return (tuple(items), tuple(pos[r.id] for r in roots), body.cond is not None, body.label, names,
+            tuple(body.consts[k].shape for k in range(len(body.consts))))
 
 
 def _no_rows(t: Any, index: Any) -> None:

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import symgrad as sg
+from symgrad.kernels import llvm_tier
 
 H = 0.01
 
@@ -188,9 +189,11 @@ def test_value_and_grad_equal_torch_unrolled(name):
 
 
 @pytest.mark.parametrize("name", ["lorenz", "where", "nested", "wide_rnn", "added"])
-def test_numba_loop_kernels_equal_torch(name):
+def test_numba_loop_kernels_equal_torch(name, monkeypatch):
     # scalar steps (lorenz, where's selects, a loop in a loop) and array steps (a 10-unit RNN: W has 100
-    # elements; a 20-element state with a value added to it)
+    # elements; a 20-element state with a value added to it); numba's kernels: the LLVM tier is off here
+    # (tests/codegen/test_llvm.py runs it)
+    monkeypatch.setattr(llvm_tier, "ENABLED", False)
     f = _check_value_and_grad(name, 2)
     assert next(iter(f._entries.values())).prog.jit is not None
 
@@ -353,3 +356,26 @@ def test_zero_trip_loops_return_the_carry_and_empty_ys():
     c, ys = sg.scan(lambda c, x: (c + x.sum(), c * x), sg.tensor(1.0, dtype=sg.float64), np.zeros((0, 3)))
     assert float(c) == 1.0 and tuple(ys.shape) == (0, 3)
     assert sg.fori_loop(3, 1, lambda i, c: c * 2, sg.tensor([1, 2])).tolist() == [1, 2]
+
+
+def test_a_step_traced_again_is_the_same_body_so_eager_programs_are_reused():
+    p = sg.tensor([0.5, 1.5], dtype=sg.float64, requires_grad=True)
+    table = sg.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=sg.float64)
+
+    def step(i, s):
+        return s * sg.tanh(p) + table[i] * 0.1
+
+    grads, programs = [], []
+    for _ in range(3):
+        s = sg.fori_loop(0, 3, step, sg.ones(2, dtype=sg.float64))
+        p.grad = None
+        (s ** 2).sum().backward()
+        grads.append(p.grad.numpy().copy())
+        programs.append(sg.jit_stats().programs)
+    assert programs[1] == programs[2]       # the third call made no new program
+    np.testing.assert_array_equal(grads[0], grads[2])
+    other = sg.fori_loop(0, 3, lambda i, s: s * sg.tanh(p) + table[i] * 0.2, sg.ones(2, dtype=sg.float64))
+    ref = sg.ones(2, dtype=sg.float64)
+    for i in range(3):
+        ref = ref * sg.tanh(p) + table[i] * 0.2
+    np.testing.assert_allclose(other.detach().numpy(), ref.detach().numpy(), rtol=1e-15)  # a new constant: new step
