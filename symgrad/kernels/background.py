@@ -22,6 +22,7 @@ the interpreter). numba's artefacts are written atomically and checksummed under
 from __future__ import annotations
 
 import atexit
+import base64
 import collections
 import json
 import logging
@@ -131,7 +132,8 @@ proto = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)                                     # stray prints must not corrupt the protocol
 idle = float(sys.argv[1])
 import types
-# codegen's modules without its __init__ (which imports the IR, hence SymPy: a second of start-up on a busy machine)
+# codegen's modules without its __init__ (which imports the IR, hence SymPy: a second of start-up on a busy machine;
+# SymPy and the emitter come in with the first job that sends an IR to emit)
 package = types.ModuleType("codegen")
 package.__path__ = [sys.argv[3]]
 sys.modules["codegen"] = package
@@ -157,13 +159,33 @@ while True:
         if os.environ.get("SYMGRAD_CACHE_DIR") != job["folder"]:
             os.environ["SYMGRAD_CACHE_DIR"] = job["folder"]
             reset_cache_dir()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            jit, _ = load_kernel(job["source"], job["name"], prefix=job["prefix"], light=False)
-            jit.compile(signature(job["sig"]))
-        events = getattr(jit._cache, "events", None) or [{}]
-        reply = {"ok": True, "seconds": time.perf_counter() - t0, "event": events[-1].get("event", "compile"),
-                 "stages": events[-1].get("stages", ""), "warnings": [str(w.message) for w in caught]}
+        reply = {"ok": True}
+        source = job.get("source")
+        if source is None:                        # emit here: the caller sent the IR (SymPy is imported now)
+            import base64
+            from codegen.emitted import load_ir
+            from codegen.numba import emit_numba
+            got = load_ir(base64.b64decode(job["ir"]))
+            if got is None:
+                reply = {"ok": False, "retry": "the IR does not rebuild here"}
+            else:
+                kernel, out_params = got
+                try:
+                    source = emit_numba(kernel, out_params=out_params) if out_params else emit_numba(kernel)
+                except Exception as exc:
+                    reply = {"ok": False, "refused": str(exc) or type(exc).__name__}
+                else:
+                    reply["source"] = source
+                    reply["emit_s"] = time.perf_counter() - t0
+        if source is not None:
+            t1 = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                jit, _ = load_kernel(source, job["name"], prefix=job["prefix"], light=False)
+                jit.compile(signature(job["sig"]))
+            events = getattr(jit._cache, "events", None) or [{}]
+            reply.update({"seconds": time.perf_counter() - t1, "event": events[-1].get("event", "compile"),
+                          "stages": events[-1].get("stages", ""), "warnings": [str(w.message) for w in caught]})
     except Exception as exc:
         reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
     proto.write(json.dumps(reply) + "\n")
@@ -173,6 +195,10 @@ while True:
 
 class HelperError(RuntimeError):
     """The helper process could not compile a kernel (the message is its error)."""
+
+
+class Refused(Exception):
+    """The numba emitter (in the helper process) does not take this IR: the numpy kernel stays."""
 
 
 class _Helper:
@@ -208,11 +234,18 @@ class _Helper:
             raise OSError(f"the compile helper process exited at start (code {code})")
         return proc
 
-    def compile(self, folder: Path, source: str, name: str, prefix: str, desc: Sequence[tuple]) -> dict:
+    def compile(self, folder: Path, source: str | None, name: str, prefix: str, desc: Sequence[tuple],
+                ir: bytes | None = None) -> dict:
         """Compile function ``name`` of the kernel ``source`` (kept in the cache ``folder`` under ``prefix``) for
-        ``desc`` in the helper: numba's disk cache (and the object cache) get it."""
-        job = json.dumps({"folder": str(folder), "source": source, "name": name, "prefix": prefix,
-                          "sig": [list(d) for d in desc]}) + "\n"
+        ``desc`` in the helper: numba's disk cache (and the object cache) get it. Without ``source`` the helper
+        emits it from ``ir`` (``codegen.emitted.ir_blob``) first: the reply's ``source``, or ``refused`` (the
+        emitter's reason) or ``retry`` (the IR did not rebuild there: emit here)."""
+        job = {"folder": str(folder), "name": name, "prefix": prefix, "sig": [list(d) for d in desc]}
+        if source is not None:
+            job["source"] = source
+        else:
+            job["ir"] = base64.b64encode(ir or b"").decode()
+        job = json.dumps(job) + "\n"
         start_s = 0.0
         for attempt in range(2):
             proc = self.proc
@@ -229,7 +262,7 @@ class _Helper:
                 line = ""
             if line:
                 reply = json.loads(line)
-                if not reply.get("ok"):
+                if not reply.get("ok") and "refused" not in reply and "retry" not in reply:
                     raise HelperError(reply.get("error", "unknown error"))
                 reply["start_s"] = start_s
                 return reply
@@ -308,33 +341,61 @@ def _guard_event(jit: Any) -> dict:
     return events[-1] if events else {}
 
 
-def build(source: str, name: str, prefix: str, desc: Sequence[tuple]) -> tuple[Any, Path, dict]:
+def remote_emission() -> bool:
+    """Whether a kernel's numba source can be emitted in the helper process (which then compiles it)."""
+    return MODE != "thread" and os.name == "posix" and _HELPER.unavailable is None and not cache_disabled()
+
+
+def build(source: str | None, name: str, prefix: str, desc: Sequence[tuple], ir: bytes | None = None,
+          emit: Callable[[], str | None] | None = None) -> tuple[Any, Path, dict, str] | None:
     """From the worker thread: function ``name`` of the numba kernel ``source``, loaded (``load_kernel`` with
-    ``prefix``) with its overload for ``desc`` ready to call, and how it got there (``{"how": ..., "event":
-    "compile" | "load" | "reuse", "stages": ...}``). A kernel numba's disk cache does not hold yet is compiled by
-    the helper process first, so this process only loads machine code (through the object cache, without
-    importing numba, where that serves it); in thread mode, or without a disk cache, it compiles here. Raises
-    what the compile raises."""
-    helper = None
+    ``prefix``) with its overload for ``desc`` ready to call, how it got there (``{"how": ..., "event":
+    "compile" | "load" | "reuse", "stages": ...}``) and the source. A kernel numba's disk cache does not hold yet is
+    compiled by the helper process first, so this process only loads machine code (through the object cache,
+    without importing numba, where that serves it); in thread mode, or without a disk cache, it compiles here.
+
+    Without ``source``, the helper emits it from ``ir`` (so this process runs no emitter: its calls keep the
+    GIL); where it cannot, ``emit()`` emits here (None from it: the emitter refused, and so does ``build``).
+    Raises ``Refused`` when the helper's emitter refuses the IR, and what the compile raises."""
     folder = None if cache_disabled() else cache_dir()
-    if (MODE != "thread" and folder is not None and os.name == "posix" and _HELPER.unavailable is None
-            and not _on_disk(folder, source, name, prefix)):
+    reply = None
+    while folder is not None and remote_emission() and (source is not None or ir is not None):
+        if source is not None and _on_disk(folder, source, name, prefix):
+            break
         try:
-            helper = _HELPER.compile(folder, source, name, prefix, desc)
+            reply = _HELPER.compile(folder, source, name, prefix, desc, ir=ir if source is None else None)
         except OSError as exc:                       # no helper on this system: threads from now on
             _HELPER.unavailable = str(exc)
             log.debug("symgrad: no compile helper process (%s); compiling in a thread", exc)
-        else:
-            for w in helper.get("warnings", ()):
-                log.debug("numba (helper process): %s", w)
+            reply = None
+            break
+        if "refused" in reply:
+            raise Refused(reply["refused"])
+        if "retry" in reply:                         # the IR did not rebuild there: emit here, compile there
+            log.debug("symgrad: %s: %s; emitting in this process", name, reply["retry"])
+            reply, ir = None, None
+            source = emit() if emit is not None else None
+            if source is None:
+                return None
+            continue
+        source = reply.get("source", source)
+        for w in reply.get("warnings", ()):
+            log.debug("numba (helper process): %s", w)
+        break
+    if source is None:
+        source = emit() if emit is not None else None
+        if source is None:
+            return None
     t0 = time.perf_counter()
     jit, path = load_kernel(source, name, prefix=prefix)
     info = _ready(jit, desc)
-    if helper is not None:
+    if reply is not None:
         how = "helper process" if info["event"] in ("load", "reuse") else "helper process, then this thread"
-        info = {"how": how, "event": "compile", "stages": helper.get("stages", ""), "helper_s": helper["seconds"],
-                "start_s": helper["start_s"], "load_s": time.perf_counter() - t0}
-    return jit, path, info
+        info = {"how": how, "event": "compile", "stages": reply.get("stages", ""), "helper_s": reply["seconds"],
+                "start_s": reply["start_s"], "load_s": time.perf_counter() - t0}
+        if "emit_s" in reply:
+            info["helper_emit_s"] = reply["emit_s"]
+    return jit, path, info, source
 
 
 def _ready(jit: Any, desc: Sequence[tuple]) -> dict:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from codegen import emit_numpy, load_kernel, runtime
+from codegen import emit_numpy, emitted, load_kernel, runtime
 
 from ..core.graph import Node, toposort
 from ..derive.simplify import simplify_graph
@@ -58,7 +58,8 @@ class _Tier:
     """One numba kernel of a program: the plain one (``out_params`` empty), or the variant writing those outputs
     into extra arguments (``out=``). ``live`` is the dispatcher once it is compiled and may be called."""
 
-    __slots__ = ("out_params", "jit", "path", "source", "error", "live", "state", "failure", "switched", "gen")
+    __slots__ = ("out_params", "jit", "path", "source", "error", "live", "state", "failure", "switched", "gen", "ir",
+                 "key")
 
     def __init__(self, out_params: tuple[int, ...]) -> None:
         self.out_params = out_params
@@ -71,6 +72,8 @@ class _Tier:
         self.failure: str | None = None  # a failed compile's error, until it is warned about
         self.switched = False            # the tier switch has been counted and logged
         self.gen = 0                     # background.GENERATION when its compile was queued
+        self.ir: bytes | None = None     # the IR as ``codegen.emitted.ir_blob`` (what the helper emits from)
+        self.key: str | None = None      # its emitted source's key (``codegen.emitted``); None: not remembered
 
 
 class Program:
@@ -158,28 +161,47 @@ class Program:
     def _emit(self, tier: _Tier) -> None:
         """Emit and load the tier's numba kernel (sync mode: the caller's thread)."""
         t0 = time.perf_counter()
-        src = self._emit_source(tier)
+        src = self._remembered(tier) or self._emit_source(tier)
         if src is None:
             return
         jit, path = load_kernel(src, self.kernel.name, prefix="numba")
         _stats.add_time("emit", time.perf_counter() - t0)
         self._loaded(tier, src, jit, path)
 
+    def _remembered(self, tier: _Tier) -> str | None:
+        """The tier's numba source as an earlier process emitted it (``codegen.emitted``), or None; computes the
+        tier's IR blob and key (None where the IR refers to code the key cannot cover)."""
+        if tier.key is None:
+            try:
+                tier.ir = emitted.ir_blob(self.kernel, tier.out_params)
+            except Exception as exc:  # noqa: BLE001 - unpicklable or untrusted IR: emitted here, not remembered
+                log.debug("numba source of %s not remembered (%s)", self.kernel.name, exc)
+                return None
+            tier.key = emitted.source_key(tier.ir)
+        return emitted.lookup(tier.key)
+
     def _emit_source(self, tier: _Tier) -> str | None:
-        """The tier's numba source; None (and the reason kept) where the numba emitter refuses the IR."""
+        """The tier's numba source (emitted here); None (and the reason kept) where the numba emitter refuses the
+        IR."""
         from codegen.numba import emit_numba  # deferred: the numba emitter only once a program is hot
         try:
-            return emit_numba(self.kernel, out_params=tier.out_params) if tier.out_params else emit_numba(self.kernel)
+            src = emit_numba(self.kernel, out_params=tier.out_params) if tier.out_params else emit_numba(self.kernel)
         except Exception as exc:  # noqa: BLE001 - the numpy kernel stays in use, loudly in the log
-            tier.error = str(exc)
-            tier.state = "refused"
-            if not tier.out_params:
-                self.numba_error = tier.error
-                self.jit_source = f"# numba backend unavailable: {exc}"
-            _stats.count("numba_refused")
-            log.debug("numba kernel for %s not available (%s); the numpy kernel stays in use", self.kernel.name, exc)
-            _stats.log_line(f"numba refuses {self.label}: the numpy kernel stays ({str(exc).splitlines()[0]})")
+            self._refused(tier, str(exc))
             return None
+        if tier.key is not None:
+            emitted.remember(tier.key, src)
+        return src
+
+    def _refused(self, tier: _Tier, why: str) -> None:
+        tier.error = why
+        tier.state = "refused"
+        if not tier.out_params:
+            self.numba_error = tier.error
+            self.jit_source = f"# numba backend unavailable: {why}"
+        _stats.count("numba_refused")
+        log.debug("numba kernel for %s not available (%s); the numpy kernel stays in use", self.kernel.name, why)
+        _stats.log_line(f"numba refuses {self.label}: the numpy kernel stays ({why.splitlines()[0] if why else ''})")
 
     def _loaded(self, tier: _Tier, src: str, jit: Any, path: Path) -> None:
         tier.jit, tier.path, tier.source = jit, path, src
@@ -253,6 +275,8 @@ class Program:
         variant = " (out= variant)" if tier.out_params else ""
         if "helper_s" in info:             # compiled by the helper process, then loaded here
             start = f"helper start {1e3 * info['start_s']:.1f} ms, " if info.get("start_s") else ""
+            if "helper_emit_s" in info:
+                start = f"emitted there in {1e3 * info['helper_emit_s']:.1f} ms, " + start
             timing = (f"{what} in {1e3 * info['helper_s']:.1f} ms{stages}; {start}load {1e3 * info['load_s']:.1f} "
                       f"ms, {1e3 * dt:.1f} ms in all")
         else:
@@ -281,14 +305,26 @@ class Program:
         with _stats.compiling(f"{self.label} (background)"):
             try:
                 t0 = time.perf_counter()
-                src = tier.source or (None if tier.error is not None else self._emit_source(tier))
-                if src is None:
+                src = tier.source or (None if tier.error is not None else self._remembered(tier))
+                if src is None and tier.error is None and (tier.ir is None or not background.remote_emission()):
+                    src = self._emit_source(tier)            # no helper to emit it: here
+                if src is None and tier.error is not None:
                     tier.state = "refused"
                     return
                 t1 = time.perf_counter()
                 _stats.add_time("emit", t1 - t0)
                 try:
-                    jit, path, info = background.build(src, self.kernel.name, "numba", desc)
+                    built = background.build(src, self.kernel.name, "numba", desc, ir=tier.ir,
+                                             emit=lambda: self._emit_source(tier))
+                    if built is None:                        # emitted here after all, and refused
+                        tier.state = "refused"
+                        return
+                    jit, path, info, src = built
+                    if tier.key is not None and "helper_emit_s" in info:
+                        emitted.remember(tier.key, src)
+                except background.Refused as exc:
+                    self._refused(tier, str(exc))
+                    return
                 except Exception as exc:  # noqa: BLE001 - any compile error: the numpy tier stays, one warning
                     tier.state = "failed"
                     if background.closing():

@@ -18,6 +18,7 @@ import pytest
 
 import symgrad as sg
 from codegen import cache as cg_cache
+from codegen import emitted
 from symgrad.compiler.function import CompiledFunction
 from symgrad.eager import autograd
 from symgrad.kernels import background, stats
@@ -64,6 +65,9 @@ def _same(a, b):
 def test_background_compile_keeps_the_numpy_tier_then_switches(fresh_cache, mode, where, monkeypatch, capsys):
     mode(where)
     monkeypatch.setattr(stats, "LOG_COMPILES", True)
+    emitted_here = []
+    real_emit = Program._emit_source
+    monkeypatch.setattr(Program, "_emit_source", lambda self, tier: emitted_here.append(1) or real_emit(self, tier))
     f, _ = _unique_vg()
     before = sg.jit_stats()
     first = f(X, Y)
@@ -88,14 +92,72 @@ def test_background_compile_keeps_the_numpy_tier_then_switches(fresh_cache, mode
     events = [ev["event"] for ev in e.jit._cache.events]
     lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("symgrad: numba ")]
     assert len(lines) == 1 and "[hot: 2 calls; background; " in lines[0], lines
-    if where == "process":               # compiled by the helper; this process only loaded its machine code
+    if where == "process":               # emitted and compiled by the helper; this process loaded machine code
         assert events == ["load"], events
         assert "; helper process]: compiled in " in lines[0] and " ms in all" in lines[0], lines
+        assert "emitted there in " in lines[0] and not emitted_here, lines
         assert background._HELPER.proc is not None and background._HELPER.proc.poll() is None
         assert list(fresh_cache.glob("__pycache__/numba_*.nbi"))
     else:                                # compiled here, once: the calls found the compiled signature
         assert events == ["compile"], events
         assert "; thread]: compiled in " in lines[0], lines
+        assert emitted_here == [1]
+
+
+def test_a_later_program_reuses_the_remembered_numba_source(fresh_cache, mode, monkeypatch):
+    mode("sync")
+    f, _ = _unique_vg()
+    ref = f(X, Y)
+    f(X, Y)                               # hot: emitted here, compiled, the source remembered
+    src = next(iter(f._entries.values())).jit_source
+    assert list(fresh_cache.glob(f"{emitted.FOLDER}/*.ref"))
+    calls = []
+    real_emit = Program._emit_source
+    monkeypatch.setattr(Program, "_emit_source", lambda self, tier: calls.append(1) or real_emit(self, tier))
+    g = CompiledFunction(f.fn, mode="value_and_grad", argnums=(0, 1))    # a new program of the same IR
+    g(X, Y)
+    _same(g(X, Y), ref)
+    e = next(iter(g._entries.values()))
+    assert e.jit is not None and e.jit_source == src and calls == []
+    monkeypatch.setattr(emitted, "_FINGERPRINT", "0" * 64)     # the emitter's code changed: emitted again
+    h = CompiledFunction(f.fn, mode="value_and_grad", argnums=(0, 1))
+    h(X, Y)
+    _same(h(X, Y), ref)
+    assert calls == [1]
+
+
+def test_helper_refuses_ir_the_numba_emitter_does_not_take(fresh_cache, mode):
+    mode("process")
+    a, b = np.linspace(0, 1, 24).reshape(2, 3, 4), np.linspace(1, 2, 40).reshape(2, 4, 5)
+    f = sg.value_and_grad(lambda p, q: (sg.sin(p @ q) * (1.0 + uuid.uuid4().int % 1000)).sum(), argnums=(0, 1))
+    ref = f(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")    # refused IR is quiet: the numpy kernel stays
+        f(a, b)
+        assert background.wait(120)
+        got = f(a, b)
+    e = next(iter(f._entries.values()))
+    assert e.prog.compiled() is None and e.prog._tiers[()].state == "refused" and e.prog.numba_error
+    _same(got, ref)
+
+
+def test_helper_that_cannot_rebuild_the_ir_gets_the_source_emitted_here(fresh_cache, mode):
+    import pickle
+    mode("process")
+    f, _ = _unique_vg()
+    f(X, Y)
+    prog = next(iter(f._entries.values())).prog
+    from codegen.numba import emit_numba
+    src = emit_numba(prog.kernel)
+    memoised = pickle.dumps((prog.kernel, ()), protocol=5)     # not ir_blob's bytes: the helper refuses to rebuild
+    asked = []
+    args = prog.args({"v": [X, Y, *prog.consts]})
+    built = background.build(None, prog.kernel.name, "numba", background.describe(args), ir=memoised,
+                             emit=lambda: asked.append(1) or src)
+    assert built is not None and asked == [1]
+    jit, _, info, got_src = built
+    assert got_src == src and info["how"] == "helper process" and "helper_emit_s" not in info
+    _same(jit(*args), prog.fn([X, Y, *prog.consts]))
 
 
 def test_float_fast_path_installs_once_the_background_kernel_runs(fresh_cache, mode):
