@@ -110,5 +110,8 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """x * tanh(softplus(x))."""
     return _act("mish", input, inplace)
+from .divergence import kl_div  # noqa: E402, F401
 from .layers import *  # noqa: E402, F401, F403  (linear, dropout, normalize, ...: symgrad/nn/layers.py)
 from .losses import *  # noqa: E402, F401, F403  (mse_loss, cross_entropy, ...: symgrad/nn/losses.py)
+from .modules.sparse import embedding  # noqa: E402, F401
+from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402, F401

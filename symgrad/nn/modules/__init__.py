@@ -17,16 +17,29 @@ from .activation import (
     Softplus,
     Tanh,
 )
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Bilinear, Identity, Linear
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module
+from .normalization import GroupNorm, LayerNorm
 from .sparse import Embedding
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
            "Linear", "Bilinear", "Flatten", "Unflatten", "Embedding", "Dropout", "ReLU", "Sigmoid", "Tanh",
            "Softmax", "LogSoftmax", "Softplus", "SiLU", "GELU", "ELU", "LeakyReLU", "LogSigmoid", "Hardtanh",
            "ReLU6", "Mish", "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
-           "NLLLoss", "CrossEntropyLoss"]
+           "NLLLoss", "CrossEntropyLoss", "KLDivLoss", "LayerNorm", "GroupNorm", "BatchNorm1d",
+           "BatchNorm2d", "BatchNorm3d"]

@@ -10,7 +10,7 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "NLLLoss",
-           "CrossEntropyLoss"]
+           "CrossEntropyLoss", "KLDivLoss"]
 
 
 def _legacy_reduction(size_average: Any, reduce: Any) -> str:
@@ -55,6 +55,21 @@ class MSELoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of log-probabilities ``input`` from ``target`` (``log_target``: given as
+    log-probabilities)."""
+
+    __constants__ = ["reduction"]
+
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 log_target: bool = False) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class SmoothL1Loss(_Loss):

@@ -1,0 +1,144 @@
+"""``torch.nn.functional``'s normalisations (``layer_norm``, ``batch_norm``, ``group_norm``) as composites of
+registry ops, in the form torch's CPU kernels evaluate them: statistics over the normalised dims (biased
+variance), then ``x * scale + shift`` (layer norm: ``(x * rstd - rstd * mean) * weight + bias``). The result
+reports torch's grad_fn (``NativeLayerNormBackward0``, ``NativeBatchNormBackward0``, ``NativeGroupNormBackward0``);
+its gradients are those of the composite. ``batch_norm`` in training updates the running statistics in place
+(unbiased variance, ``momentum * stat + (1 - momentum) * running`` in double as torch's CPU kernel)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..eager.composite import _named
+from ..eager.tensor import Tensor
+
+__all__ = ["layer_norm", "batch_norm", "group_norm"]
+
+
+def _need(name: str, x: Any) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+
+
+def _moments(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """Mean and biased variance over ``dims`` (kept as size-1 dims)."""
+    mean = x.mean(dims, keepdim=True)
+    d = x - mean
+    return mean, (d * d).mean(dims, keepdim=True)
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing ``normalized_shape`` dims, then ``* weight + bias`` (each optional)."""
+    _need("layer_norm", input)
+    shape = [int(normalized_shape)] if isinstance(normalized_shape, int) else [int(s) for s in normalized_shape]
+    k = len(shape)
+    if k == 0 or input.ndim < k or list(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape [*"
+                           f"{''.join(', ' + str(s) for s in shape)}], but got input of size{list(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {shape}")
+    dims = tuple(range(input.ndim - k, input.ndim))
+    mean, var = _moments(input, dims)
+    rstd = (var + eps).rsqrt()
+    out = input * rstd - rstd * mean
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return _named(out, "NativeLayerNormBackward0")
+
+
+def _verify_batch_size(size: Sequence[int]) -> None:
+    n = size[0]
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def _channel_view(t: Tensor, ndim: int) -> Tensor:
+    return t.reshape([1, -1] + [1] * (ndim - 2))
+
+
+def _update_running(buf: Tensor, stat: Tensor, momentum: float) -> None:
+    """``buf = momentum * stat + (1 - momentum) * buf``, in double, untracked (torch's CPU update)."""
+    new = momentum * np.asarray(stat._data, dtype=np.float64).reshape(-1) + \
+        (1 - momentum) * buf._data.astype(np.float64)
+    buf._data[...] = new.astype(buf._data.dtype)
+    buf._version.v += 1
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dim 1) by the batch's statistics (``training``; the running ones are updated) or
+    by ``running_mean`` / ``running_var``, then ``* weight + bias``."""
+    _need("batch_norm", input)
+    if training:
+        _verify_batch_size(input.size())
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    c = input.shape[1] if input.ndim > 1 else 1
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError(f"{'running_mean' if running_mean is None else 'running_var'} must be defined in "
+                           "evaluation mode")
+    nd = input.ndim
+    if training:
+        dims = (0,) + tuple(range(2, nd))
+        n = math.prod(input.shape[d] for d in dims)
+        mean = input.mean(dims, keepdim=True)
+        d = input - mean
+        var_sum = (d * d).sum(dims, keepdim=True)
+        invstd = (var_sum / n + eps).rsqrt()
+        if running_mean is not None or running_var is not None:
+            if running_mean is not None:
+                _update_running(running_mean, mean.detach(), momentum)
+            if running_var is not None:
+                vs = np.asarray(var_sum._data, dtype=np.float64)
+                _update_running(running_var, Tensor(vs / (n - 1)), momentum)  # n > 1: verified above
+    else:
+        mean = _channel_view(running_mean, nd)
+        invstd = _channel_view((running_var + eps).rsqrt(), nd)
+    scale = invstd if weight is None else invstd * _channel_view(weight, nd)
+    shift = -(mean * scale) if bias is None else _channel_view(bias, nd) - mean * scale
+    return _named(input * scale + shift, "NativeBatchNormBackward0")
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise each of ``num_groups`` groups of channels (per sample), then ``* weight + bias`` per channel."""
+    _need("group_norm", input)
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    _verify_batch_size([n * c // num_groups, num_groups] + list(input.shape[2:]))
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
+    grouped = input.reshape(n, num_groups, -1)
+    mean, var = _moments(grouped, (2,))
+    rstd = (var + eps).rsqrt()
+    nd = input.ndim
+    ones = [1] * (nd - 2)
+    per = [n, num_groups, c // num_groups] + ones
+    full = [n, c] + ones
+    rstd_c = rstd.reshape([n, num_groups, 1] + ones).expand(per).reshape(full)
+    mean_c = mean.reshape([n, num_groups, 1] + ones).expand(per).reshape(full)
+    scale = rstd_c if weight is None else rstd_c * _channel_view(weight, nd)
+    shift = -(mean_c * scale) if bias is None else _channel_view(bias, nd) - mean_c * scale
+    return _named(input * scale + shift, "NativeGroupNormBackward0")
