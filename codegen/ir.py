@@ -225,11 +225,27 @@ class Scan(Statement):
     acc_width: int = 0
 
 
+@dataclass(frozen=True)
+class Call(Statement):
+    """``target = codegen.arrayfns.<fn>(*args, **dict(attrs))`` as ``dtype``: a whole-array numpy function (linear
+    algebra, special functions). Only the numpy emitter prints it (``NUMPY_ONLY``); the others raise ``Unsupported``."""
+
+    target: str
+    fn: str
+    args: tuple[str, ...]
+    attrs: tuple
+    shape: Shape
+    dtype: str
+    note: str = ""
+
+
 Stmt = (Elementwise | Reduce | Reshape | Broadcast | Transpose | Index | IndexAdd | MatMul | ArgReduce | CumSum
-        | Concat | Size | Scan)
+        | Concat | Size | Scan | Call)
 
 #: every statement type, in the order of ``Stmt``
 STATEMENTS: tuple[type[Statement], ...] = Stmt.__args__
+#: statement types only the numpy emitter takes (kernels holding one keep the numpy kernel)
+NUMPY_ONLY: tuple[type[Statement], ...] = (Call,)
 
 
 @dataclass(frozen=True)

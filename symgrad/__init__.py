@@ -276,8 +276,43 @@ from .compiler.dask import DaskSplitError, dask_options
 from .kernels.background import get_compile_mode, set_compile_mode
 from .kernels.stats import JitStats, jit_stats
 from .compiler.loops import fori_loop, scan, while_loop
+from .eager.more_ops import (
+    addmm,
+    addmv,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    baddbmm,
+    bucketize,
+    cdist,
+    column_stack,
+    cross,
+    diff,
+    digamma,
+    dstack,
+    erfinv,
+    histc,
+    hstack,
+    i0,
+    kron,
+    kthvalue,
+    lgamma,
+    median,
+    meshgrid,
+    mvlgamma,
+    nan_to_num,
+    nanmedian,
+    polygamma,
+    repeat_interleave,
+    row_stack,
+    searchsorted,
+    tensor_split,
+    unique,
+    vstack,
+)
+from .eager.more_ops import __all__ as _more_ops_all  # noqa: E402
 
-from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random, utils  # noqa: E402  (the namespaces)
+from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random, special, utils  # noqa: E402  (the namespaces)
 from .eager import return_types  # noqa: E402
 from .eager.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
@@ -580,3 +615,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += [*_more_ops_all, "special"]  # eager/more_ops.py, sg.special

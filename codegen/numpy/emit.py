@@ -186,6 +186,12 @@ def _line(template: str) -> Callable[[Any, _Context], list[str]]:
 
 
 #: the emission of each statement type: its lines of the function body
+def _call(st: ir.Call, ctx: _Context) -> list[str]:
+    kw = "".join(f", {k}={v!r}" for k, v in st.attrs)
+    return [f"    {st.target} = numpy.asarray(codegen.arrayfns.{st.fn}({', '.join(st.args)}{kw}), "
+            f"dtype=numpy.{st.dtype})"]
+
+
 EMIT: dict[type, Callable[[Any, _Context], list[str]]] = {
     ir.Elementwise: _elementwise,
     ir.Reduce: _reduce,
@@ -199,6 +205,7 @@ EMIT: dict[type, Callable[[Any, _Context], list[str]]] = {
                         "keepdims={st.keepdims}), dtype=numpy.int64)"),
     ir.CumSum: _cum_sum,
     ir.Concat: _concat,
+    ir.Call: _call,
     ir.IndexAdd: _index_add,
     ir.Scan: lambda st, ctx: emit_scan(st, emit_numpy),
 }
@@ -806,6 +813,8 @@ def emit_numpy(kernel: ir.Kernel, torch_order: bool = False) -> str:
     body = "\n".join(lines) + "\n"
     header = HEADER.replace("import numpy\n", "import codegen.runtime\nimport numpy\n") if "codegen.runtime." in body \
         else HEADER
+    if "codegen.arrayfns." in body:
+        header = header.replace("import numpy\n", "import codegen.arrayfns\nimport numpy\n")
     if "scipy.special." in body:  # erf / erfc: numpy has none, and scipy is imported only by kernels that use it
         return header.replace("import numpy\n", "import numpy\nimport scipy.special\n") + body
     return header + body

@@ -14,10 +14,11 @@ from .methods.random import RandomMethods
 from .methods.reduce import ReductionMethods
 from .methods.select import SelectionMethods
 from .methods.shape import ShapeMethods
+from .more_ops import MoreMethods
 
 
 class Tensor(AutogradMethods, ConversionMethods, MathMethods, TorchMathMethods, ReductionMethods, ShapeMethods,
-             SelectionMethods, InPlaceMethods, RandomMethods, TensorBase, concrete=True):
+             SelectionMethods, InPlaceMethods, RandomMethods, MoreMethods, TensorBase, concrete=True):
     """A multi-dimensional array that records the operations applied to it.
 
     >>> import symgrad as sg

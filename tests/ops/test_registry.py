@@ -26,6 +26,7 @@ import pytest
 import sympy as sp
 import torch
 from conftest import FLOAT_DTYPES, assert_close, grad_fn_name, numpy_of
+from registry_linalg_cases import extra_cases
 
 import symgrad as sg
 from codegen import emit_numpy, load_kernel
@@ -837,6 +838,7 @@ CUSTOM_CASES: list[Case] = [
          "two tensors and a number", extra={"torch": lambda a, b: ScaledMul.apply(a, b, 1.5)}),
 ]
 CASES += CUSTOM_CASES
+CASES += extra_cases(Case)  # linear algebra and special functions (tests/ops/registry_linalg_cases.py)
 
 _TORCH_FUSED = {id(c): c.extra["torch"] for c in CASES if "torch" in c.extra}
 
