@@ -51,14 +51,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import ir
-from . import folds, loops, plan, render
+from . import blas, folds, loops, plan, render
 from .render import VECTOR_THRESHOLD
 from .stencil import emit_stencil
 
 __all__ = ["emit_numba", "STATEMENTS", "REDUCTIONS", "OPS"]
 
 #: How each IR statement type is planned (every type of ``ir.STATEMENTS``).
-STATEMENTS = {**plan.STATEMENTS, **folds.STATEMENTS,
+STATEMENTS = {**plan.STATEMENTS, **folds.STATEMENTS, ir.MatMul: blas.plan_matmul,
               ir.Scan: lambda em, st: loops.plan_scan(em, st, emit_numba)}
 
 #: How each ``Reduce`` kind is placed.

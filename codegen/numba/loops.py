@@ -61,33 +61,43 @@ def loop_function(st: ir.Scan, name: str, emit_body: Callable[[ir.Kernel], str])
     if _scalar_ok(st.body) and (st.cond is None or _scalar_ok(st.cond)):
         return _scalar_loop(st, name, head, steps, dt, total)
     step = f"_{name}_step"
-    src = emit_body(st.body)
+    # the step writes its new carry, increment and output into the loop's buffers (``out=`` form: no array
+    # allocated per step for them; an output the step does not allocate, such as a param returned as given,
+    # comes back as its own array and is copied the same way)
+    n_out = 1 + bool(st.acc_width) + bool(wy)
+    src = emit_body(st.body, out_params=tuple(range(n_out)))
     # element loops only: numba's slice assignments (``out[3:] = ys.reshape(-1)``) cost seconds of compile
+    first = wc - st.acc_width
     lines = [f"{step} = _load_kernel({src!r}, {st.body.name!r}, prefix='numba')[0]", "", "",
              '@numba.njit(cache=True, error_model="numpy")', *head,
              f"    out = numpy.empty({total}, {dt})",
              f"    c = numpy.empty({wc}, {dt})",
              f"    for j in range({wc}):",
              "        c[j] = init[j]",
-             f"    for k in {steps}:"]
+             f"    buf_c = numpy.empty({first}, {dt})"]
+    bufs = ["buf_c"]
+    if st.acc_width:
+        lines.append(f"    buf_d = numpy.empty({st.acc_width}, {dt})")
+        bufs.append("buf_d")
+    if wy:
+        bufs.append(f"out[{wc} + k * {wy}:{wc} + (k + 1) * {wy}]")
+    lines.append(f"    for k in {steps}:")
     if st.cond is not None:
         steps_cond = f"_{name}_cond"
         lines[0] += f"\n{steps_cond} = _load_kernel({emit_body(st.cond)!r}, {st.cond.name!r}, prefix='numba')[0]"
         test = f"{steps_cond}({', '.join(_step_args(st.cond, 'c', 'None', '0'))})[0]"
         lines[-1] = f"    while {test}:"
     x = "xs[k]" if st.xs is not None else "None"
-    lines.append(f"        r = {step}({', '.join(_step_args(st, 'c', x, f'numpy.int64({st.start} + k)'))})")
-    first = wc - st.acc_width
-    if st.acc_width:          # running sums: the increment added in place
-        # the increment first: it may be a view of the carry's head (λ itself, for a value added to the carry)
-        lines += ["        d = r[1]", f"        for j in range({st.acc_width}):", f"            c[{first} + j] += d[j]",
-                  "        h = r[0]", f"        for j in range({first}):", "            c[j] = h[j]"]
-    else:
-        lines.append("        c = r[0]")
-    if wy:
+    args = _step_args(st, "c", x, f"numpy.int64({st.start} + k)") + bufs
+    lines.append(f"        r = {step}({', '.join(args)})")
+    if wy:                    # the output first: it may be the carry itself (a history stores it)
         lines.append(f"        y = r[{2 if st.acc_width else 1}]")
         lines.append(f"        for j in range({wy}):")
         lines.append(f"            out[{wc} + k * {wy} + j] = y[j]")
+    if st.acc_width:          # running sums: the increment added in place
+        # the increment before the head: it may be a view of the carry's head (λ itself, for a value added to it)
+        lines += ["        d = r[1]", f"        for j in range({st.acc_width}):", f"            c[{first} + j] += d[j]"]
+    lines += ["        h = r[0]", f"        for j in range({first}):", "            c[j] = h[j]"]
     lines.append(f"    for j in range({wc}):")
     lines.append("        out[j] = c[j]")
     lines.append("    return out")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import weakref
 
+import sympy as sp
+
 from ..core import dtypes
 from ..core.graph import Node, toposort
 from ..ops import A, apply
@@ -159,19 +161,134 @@ def adjoint_body(body: Body, need_x: bool, need_p: tuple[bool, ...]) -> Body:
     lam_prev = cast(grads[0], dt)
     xbar = reshape(cast(grads[1], dt), (wx,)) if need_x else None
     pbars = grads[1 + need_x:]
+    rests, pulled = _pull_products(pbars, wc + wn + wx + wy)
+    if any(pulled):       # the running sums of the pulled products leave the carry: a narrower λ carry
+        wp = sum(size(r.shape) for r in rests if r is not None)
+        ca = leaf((wc + wp,), dt)
+        swap = {lam.id: piece(ca, 0, wc)}
+        flat_terms = [t for ts in pulled for t in ts]
+        new = rebuild([lam_prev, xbar, *rests, *[o for t in flat_terms for o in t.inputs], *pbars], swap)
+        lam_prev, xbar = new[0], new[1]
+        k = 2 + len(rests)
+        rests, operands, pbars = new[2:k], new[k:k + 2 * len(flat_terms)], new[k + 2 * len(flat_terms):]
+        lam = swap[lam.id]
+    else:
+        operands = []
+    # per-step outputs: x̄, then each pulled product's operands (flat; once each; an operand that is a piece of
+    # the stored row is read from the stacked rows instead), summed by one matmul after the loop
+    ys = [xbar] if xbar is not None else []
+    layout, acc_off, y_off = [], wc, wx if need_x else 0
+    placed: dict[int, tuple[str, int]] = {}
+
+    def place(o: Node) -> tuple[str, int]:
+        nonlocal y_off
+        if o.id not in placed:
+            row = _row_piece(o, xa)
+            if row is not None:
+                placed[o.id] = ("x", row)
+            else:
+                placed[o.id] = ("y", y_off)
+                ys.append(reshape(cast(o, dt), (size(o.shape),)))
+                y_off += size(o.shape)
+        return placed[o.id]
+
+    it = iter(operands)
+    for r, ts in zip(rests, pulled):
+        prods = []
+        for _ in ts:
+            a_op, b_op = next(it), next(it)
+            prods.append((place(a_op), a_op.shape, place(b_op), b_op.shape))
+        layout.append((acc_off if r is not None else None, tuple(prods)))
+        acc_off += size(r.shape) if r is not None else 0
+    y_adj = cat(ys, 0, dt) if ys else None
     accumulates = None
     if wp:
-        flat = cat([reshape(cast(g, dt), (size(g.shape),)) for g in pbars], 0, dt)
+        flat = cat([reshape(cast(g, dt), (size(g.shape),)) for g in rests if g is not None], 0, dt)
         new_carry = cat([lam_prev, add(piece(ca, wc, wc + wp), flat)], 0, dt)
         accumulates = (wc, lam_prev, flat)
     else:
         new_carry = lam_prev
-    adj = Body(ca, xa, idx, consts, new_carry, xbar, label=f"adjoint of {body.label}", accumulates=accumulates,
+    adj = Body(ca, xa, idx, consts, new_carry, y_adj, label=f"adjoint of {body.label}", accumulates=accumulates,
                display=_adjoint_display(body, memo, mapping, lam, lam_prev, pbars, need_p, consts))
     adj.memo["primal"] = body
     adj.memo["after"] = bool(outs)
+    adj.memo["layout"] = tuple(layout)
     body.memo[key] = adj
     return adj
+
+
+#: a product ``A @ B`` (``A`` (n, r), ``B`` (r, m)) added to a closed-over value's cotangent each step leaves the
+#: loop when its operands take at most this fraction of the product's elements: the adjoint step emits ``A`` and
+#: ``B``, and one matmul of the stacked operands after the loop sums the products (``dW = Σ_k a_k h_kᵀ`` is
+#: ``Aᵀ H``, a BLAS gemm, instead of an (n, m) read-modify-write per step)
+PULL_FRACTION = 0.5
+#: the pulled operands stored per step, at most this many times the adjoint step's stored input row
+PULL_STORAGE = 4
+
+
+def _terms(g: Node) -> list[Node]:
+    """``g`` as a list of same-shape addends (a ``fused`` plain sum of distinct inputs), else ``[g]``."""
+    if g.op.name == "fused" and g.inputs and all(i.shape == g.shape and i.dtype is g.dtype for i in g.inputs):
+        expr = g.attr("expr")
+        syms = [sp.Symbol(f"a{i}", real=True) for i in range(len(g.inputs))]
+        if isinstance(expr, sp.Add) and set(expr.args) == set(syms) and len(expr.args) == len(syms):
+            return [t for i in g.inputs for t in _terms(i)]
+    return [g]
+
+
+def _pullable(t: Node, shape: tuple[int, ...]) -> bool:
+    if t.op.name != "matmul" or t.shape != tuple(shape) or len(shape) != 2:
+        return False
+    a, b = t.inputs
+    if a.ndim != 2 or b.ndim != 2 or not (a.dtype.is_floating_point and b.dtype.is_floating_point):
+        return False
+    (n, r), m = a.shape, b.shape[1]
+    return r * (n + m) <= PULL_FRACTION * n * m
+
+
+def _row_piece(o: Node, xa: Node) -> int | None:
+    """Where ``o``'s elements (in order) start in the step's input row ``xa``, when ``o`` is a piece of it seen
+    through reshapes and permutes of vectors; else None."""
+    while o.op.name in ("reshape", "permute") and sum(s != 1 for s in o.shape) <= 1:
+        o = o.inputs[0]
+        if sum(s != 1 for s in o.shape) > 1:
+            return None
+    if o is xa:
+        return 0
+    if o.op.name == "index" and o.inputs[0] is xa:
+        (idx,) = o.attr("index")
+        if idx[0] == "s" and idx[3] in (None, 1):
+            return idx[1] or 0
+    return None
+
+
+def _pull_products(pbars: list[Node], row: int) -> tuple[list[Node | None], list[list[Node]]]:
+    """Per closed-over cotangent: what stays a running sum in the carry (None: nothing) and the matmul addends
+    that leave the loop (``PULL_FRACTION``, ``PULL_STORAGE``), the largest first."""
+    budget = PULL_STORAGE * row
+    cands = []
+    for i, g in enumerate(pbars):
+        cands += [(size(t.shape), i, j, t) for j, t in enumerate(_terms(g)) if _pullable(t, g.shape)]
+    chosen: set[tuple[int, int]] = set()
+    for _, i, j, t in sorted(cands, key=lambda c: -c[0]):
+        cost = sum(size(o.shape) for o in t.inputs)
+        if cost <= budget:
+            budget -= cost
+            chosen.add((i, j))
+    rests: list[Node | None] = []
+    pulled: list[list[Node]] = []
+    for i, g in enumerate(pbars):
+        terms = _terms(g)
+        keep = [t for j, t in enumerate(terms) if (i, j) not in chosen]
+        pulled.append([t for j, t in enumerate(terms) if (i, j) in chosen])
+        if len(keep) == len(terms):
+            rests.append(g)
+            continue
+        rest = keep[0] if keep else None
+        for t in keep[1:]:
+            rest = add(rest, t)
+        rests.append(rest)
+    return rests, pulled
 
 
 def _carry_outputs(body: Body) -> list[tuple[Node, int, int]]:
@@ -245,16 +362,42 @@ def scan_vjp(node: Node, g: Node) -> tuple[Node | None, ...]:
     init_a = cat([lam, zeros((wp,), dt)], 0, dt) if wp else lam
     a = scan_node([init_a, xs_a, *consts], adj, length, not reverse, start)
     out: list[Node | None] = [cast(piece(a, 0, wc), init.dtype)]
+    wya = adj.y_width
+    ys = reshape(piece(a, wc + wp, wc + wp + length * wya), (length, wya)) if wya else None
     if xs is not None:
-        out.append(reshape(piece(a, wc + wp, wc + wp + length * wx), (length, wx)) if need_x else None)
-    off = wc
+        out.append(columns(ys, 0, wx) if need_x else None)
+    layout = iter(adj.memo["layout"])
+    row_parts, starts = list(parts), [0]
+    for q in row_parts:
+        starts.append(starts[-1] + q.shape[1])
+
+    def stacked(src: tuple[str, int], w: int) -> Node:
+        """A pulled operand, one row per step: columns of the adjoint's outputs, or of the part of its rows."""
+        where, off = src
+        if where == "y":
+            return columns(ys, off, off + w)
+        for q, a0, a1 in zip(row_parts, starts, starts[1:]):
+            if a0 <= off and off + w <= a1:
+                return columns(q, off - a0, off - a0 + w)
+        return columns(xs_a, off, off + w)
+
     for p, need in zip(consts, need_p):
-        if need:
-            n = size(p.shape)
-            out.append(cast(reshape(piece(a, off, off + n), p.shape), p.dtype))
-            off += n
-        else:
+        if not need:
             out.append(None)
+            continue
+        off, prods = next(layout)
+        parts = [reshape(piece(a, off, off + size(p.shape)), p.shape)] if off is not None else []
+        for src_a, (n, r), src_b, (_, m) in prods:     # Σ_k A_k @ B_k = [A_0 … A_T-1] @ [B_0; …; B_T-1]
+            sa = stacked(src_a, n * r)
+            if r == 1:
+                lhs = apply("permute", sa, dims=(1, 0))
+            else:
+                lhs = reshape(apply("permute", reshape(sa, (length, n, r)), dims=(1, 0, 2)), (n, length * r))
+            parts.append(apply("matmul", lhs, reshape(stacked(src_b, r * m), (length * r, m))))
+        total = parts[0]
+        for q in parts[1:]:
+            total = add(total, q)
+        out.append(cast(total, p.dtype))
     return tuple(out)
 
 
