@@ -32,7 +32,14 @@ from .core.dtypes import (
 from .core.errors import CodegenError, SymgradError, TracingError
 from .eager.tensor import Size, Tensor
 from .eager.basic import cat, clamp, pow, stack
-from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .eager.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .eager.printing import get_printoptions, printoptions, set_printoptions
 from .eager.functional import (
     abs,
@@ -457,6 +464,7 @@ __all__ = [
     "index_add",
     "index_put",
     "index_select",
+    "inference_mode",
     "initial_seed",
     "int",
     "int16",
@@ -466,6 +474,7 @@ __all__ = [
     "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled",
     "is_grad_enabled",
+    "is_inference_mode_enabled",
     "is_tensor",
     "isclose",
     "isfinite",

@@ -78,3 +78,45 @@ class set_grad_enabled:  # noqa: N801
             with set_grad_enabled(mode):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` (and not inside a nested ``inference_mode(False)``)."""
+    return getattr(_state, "inference", False)
+
+
+class inference_mode:  # noqa: N801 - torch's name
+    """``no_grad`` that also reports ``is_inference_mode_enabled()``; ``inference_mode(False)`` turns both off
+    (grad mode on, as torch). A context manager and a decorator, with or without the call
+    (``@inference_mode`` / ``@inference_mode()``). Unlike torch, ``enable_grad()`` inside it records again, and
+    tensors made inside are ordinary tensors."""
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        self._prev = (is_grad_enabled(), is_inference_mode_enabled())
+        _set(not self.mode)
+        _state.inference = bool(self.mode)
+
+    def __exit__(self, *exc: Any) -> None:
+        _set(self._prev[0])
+        _state.inference = self._prev[1]
+
+    def __call__(self, fn: Callable) -> Callable:
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self) -> inference_mode:
+        """A fresh context manager with the same mode."""
+        return type(self)(self.mode)

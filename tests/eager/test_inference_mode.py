@@ -1,0 +1,60 @@
+"""``sg.inference_mode`` against torch 2.13: context manager, decorator (with and without the call), nesting with
+``no_grad`` and ``inference_mode(False)``, ``is_inference_mode_enabled``."""
+from __future__ import annotations
+
+import torch
+
+import symgrad as sg
+
+
+def _state(t) -> tuple[bool, bool]:
+    return t.is_grad_enabled(), t.is_inference_mode_enabled()
+
+
+def _trace(t) -> list:
+    seen = [_state(t)]
+    x = t.ones(2, requires_grad=True)
+    with t.inference_mode():
+        y = x * 2
+        seen += [_state(t), y.requires_grad]
+        with t.inference_mode(False):
+            seen += [_state(t), (x * 2).requires_grad]
+        seen.append(_state(t))
+    seen.append(_state(t))
+    with t.no_grad():
+        with t.inference_mode(False):
+            seen.append(_state(t))
+        with t.inference_mode(mode=True) as ctx:
+            seen += [_state(t), ctx]
+    seen.append(_state(t))
+
+    @t.inference_mode
+    def bare(a):
+        return (a * 3).requires_grad, _state(t)
+
+    @t.inference_mode()
+    def called(a):
+        return (a * 3).requires_grad, _state(t)
+
+    @t.inference_mode(False)
+    def off(a):
+        return (a * 3).requires_grad, _state(t)
+
+    seen += [bare(x), called(x), off(x), bare.__name__, _state(t)]
+    cm = t.inference_mode()
+    seen += [type(cm.clone()).__name__, cm.clone().mode]
+    return seen
+
+
+def test_inference_mode_matches_torch():
+    assert _trace(sg) == _trace(torch)
+
+
+def test_inference_mode_restores_after_exception():
+    for t in (sg, torch):
+        try:
+            with t.inference_mode():
+                raise ValueError
+        except ValueError:
+            pass
+        assert _state(t) == (True, False)
