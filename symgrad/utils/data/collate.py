@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections.abc
 import copy
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -116,7 +117,10 @@ def collate_numpy_array_fn(batch: Any, *, collate_fn_map: CollateMap | None = No
 
 
 def collate_numpy_scalar_fn(batch: Any, *, collate_fn_map: CollateMap | None = None) -> Tensor:
-    return as_tensor(batch)
+    # torch's dtype for a list of numpy scalars: their dtypes promoted as tensor dtypes (int64 with float32 is
+    # float32, not numpy's float64)
+    dt = functools.reduce(dtypes.promote_types, (dtypes.from_any(np.asarray(b).dtype) for b in batch))
+    return as_tensor(np.array([np.asarray(b).astype(dt.np) for b in batch]), dtype=dt)
 
 
 def collate_float_fn(batch: Any, *, collate_fn_map: CollateMap | None = None) -> Tensor:
