@@ -138,6 +138,7 @@ class Emitter:
         self.used: set[str] = set()
         self.allocas: list[str] = []
         self.mallocs: list[str] = []
+        self.hoisted: list[str] = []     # the mallocs, at the start of the block after the argument checks
         self.depth = 0               # loop nesting: no allocation inside a loop
         self.loads: dict = {}
 
@@ -431,10 +432,12 @@ class Emitter:
         return Buf(p, v.dtype, tuple(v.shape), c_strides(tuple(v.shape)))
 
     def malloc(self, n: int, dtype: str) -> str:
-        if self.depth:
-            raise ir.Unsupported("llvm: a large value inside a loop body")
+        """A buffer for ``n`` elements, allocated once per call after the argument checks (a buffer made inside a
+        loop body is rewritten by every step: only the carry, scalars, passes values from one step to the next)."""
         size = max(n, 1) * (1 if storage(dtype) == "i8" else 4 if dtype == "float32" else 8)
-        p = self.fn.call("malloc", "ptr", [Val(str(size), "i64")])
+        p = f"%m{len(self.mallocs)}"
+        self.fn.declare("malloc", "ptr", ["i64"])
+        self.hoisted.append(f"  {p} = call ptr @malloc(i64 {size})")
         self.mallocs.append(p)
         return p
 
@@ -571,6 +574,8 @@ class Emitter:
             return self.elementwise(st, vals)
         if isinstance(st, ir.Reduce):
             return self.reduce(st, vals)
+        if isinstance(st, ir.IndexAdd):
+            return self.index_add(st, vals)
         raise ir.Unsupported(f"llvm: {type(st).__name__} of a large value")
 
     def elementwise(self, st: ir.Elementwise, vals: dict) -> Value:
@@ -597,6 +602,55 @@ class Emitter:
                 off = self.iadd(off, self.imul(i, s))
             self.store(p, st.dtype, off, out[0])
         self.nest(shape, body)
+        return Buf(p, st.dtype, shape, cs)
+
+    def index_add(self, st: ir.IndexAdd, vals: dict) -> Value:
+        """A large scatter into zeros through ints, slices and new axes (no repeated target): zeros, then each
+        element of the region added (``0 + x``, as numba's accumulation)."""
+        shape = tuple(st.shape)
+        g = self.lookup(vals, st.arg)
+        spec = self.norm_index(st.index, shape)
+        cs = c_strides(shape)
+        region, off0, rstrides = [], 0, []
+        d = 0
+        for e in spec:
+            if e[0] == "n":
+                region.append(1)
+                rstrides.append(0)
+                continue
+            if e[0] == "i":
+                off0 += e[1] * cs[d]
+            else:
+                off0 += e[1] * cs[d]
+                region.append(e[3])
+                rstrides.append(e[2] * cs[d])
+            d += 1
+        gshape = tuple(g.shape)
+        while len(gshape) > len(region) and gshape[0] == 1:   # numpy's assignment drops leading size-1 dims
+            g = Mapped(g, lambda em, idx: (0,) + tuple(idx), gshape[1:], g.dtype)
+            gshape = gshape[1:]
+        if len(gshape) > len(region) or any(a not in (1, b) for a, b in zip(gshape[::-1], region[::-1])):
+            raise ir.Unsupported(f"llvm: scatter of {gshape} into a region of {tuple(region)}")
+        n = math.prod(shape)
+        p = self.malloc(n, st.dtype)
+        st_ty = storage(st.dtype)
+        size = n * (1 if st_ty == "i8" else 4 if st.dtype == "float32" else 8)
+        self.fn.declare("llvm.memset.p0.i64", "void", ["ptr", "i8", "i64", "i1"])
+        self.fn.raw(f"call void @llvm.memset.p0.i64(ptr {p}, i8 0, i64 {size}, i1 false)")
+        dt = ll_type(st.dtype)
+        zero = Val(const(0, dt), dt, 0)
+        lead = len(region) - len(gshape)
+
+        def body(idx: tuple) -> None:
+            off: Idx = off0
+            for i, s in zip(idx, rstrides):
+                off = self.iadd(off, self.imul(i, s))
+            gi = tuple(0 if m == 1 else i for m, i in zip(gshape, idx[lead:]))
+            x = self.lines.convert(self.val(self.get(g, gi)), dt)
+            add = "fadd" if dt in FLOATS else "or" if dt == "i1" else "add"
+            s = Val(self.fn.op(f"{add} {dt} {zero.text}, {x.text}"), dt)
+            self.store(p, st.dtype, off, self.bind(s))
+        self.nest(tuple(region), body)
         return Buf(p, st.dtype, shape, cs)
 
     def reduce(self, st: ir.Reduce, vals: dict) -> Value:
@@ -824,6 +878,7 @@ class Emitter:
         f.block(bad)
         f.raw("ret i32 1")
         f.block(ok)
+        ok_lines = f.cur[1]
         ptrs = dict(pending)
         for q, kind in args:
             if kind == "obj":
@@ -857,6 +912,7 @@ class Emitter:
             f.raw(f"call void @free(ptr {p})")
         f.raw("ret i32 0")
         f.blocks[0][1][0:0] = self.allocas
+        ok_lines[0:0] = self.hoisted
         count = sum(len(b[1]) for b in f.blocks)
         if count > MAX_INSTRUCTIONS:
             raise ir.Unsupported(f"llvm: {count} instructions")

@@ -355,10 +355,25 @@ class Lines:
             return Val(f.op(f"fcmp {cmp} {a.ty} {m}, {fconst(float('inf'), a.ty)}"), "i1")
         if name in ("less_equal", "not_equal") and len(args) == 2:
             return self.compare(ast.LtE if name == "less_equal" else ast.NotEq, *args)
+        if name == "sign" and len(args) == 1:
+            return self.sign(args[0])
         if name == "copysign" and len(args) == 2:
             ty, xs = self.float_args(args)
             return Val(self.intrinsic("copysign", ty, xs), ty)
         raise Unsupported(f"llvm: {fn.value.id}.{name} of {len(args)} arguments")
+
+    def sign(self, a: Val) -> Val:
+        """numba's ``numpy.sign``: 1 / -1, and the value itself at 0 and NaN (floats); int64 for ints and bools."""
+        f = self.fn
+        ty = a.ty if a.ty in FLOATS else "i64"
+        a = self.convert(a, ty)
+        one, neg, zero = (const(v, ty) for v in (1, -1, 0))
+        if ty in FLOATS:
+            pos, lt = f.op(f"fcmp ogt {ty} {a.text}, {zero}"), f.op(f"fcmp olt {ty} {a.text}, {zero}")
+        else:
+            pos, lt = f.op(f"icmp sgt i64 {a.text}, 0"), f.op(f"icmp slt i64 {a.text}, 0")
+        inner = f.op(f"select i1 {lt}, {ty} {neg}, {ty} {a.text}")
+        return Val(f.op(f"select i1 {pos}, {ty} {one}, {ty} {inner}"), ty)
 
     def absolute(self, a: Val) -> Val:
         f = self.fn
