@@ -4,13 +4,13 @@ and the nuclear / spectral norms built on them), with torch's checks, error text
 from __future__ import annotations
 
 import builtins
+import warnings
 from typing import Any
 
 import numpy as np
 
 from .core import dtypes
 from .eager.base import TensorBase, make_tensor
-from .eager.basic import _cast
 from .eager.composite import _float_input, _matrix_norm, _named, linalg_norm, vector_norm
 from .eager.more_ops import _cross
 from .eager.record import _apply
@@ -73,7 +73,8 @@ def _first_singular(a: np.ndarray) -> int:
     """The 1-based index of the first zero diagonal element of ``a``'s LU factor (LAPACK's ``info``)."""
     import scipy.linalg  # deferred: scipy is heavy, and only this error text needs it
     for m in a.reshape(-1, *a.shape[-2:]):
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # scipy's LinAlgWarning: the singularity we report
             lu = scipy.linalg.lu_factor(m, check_finite=False)[0]
         zero = np.flatnonzero(np.diagonal(lu) == 0)
         if zero.size:
@@ -129,8 +130,9 @@ def slogdet(A: Any) -> Any:  # noqa: N803
 def solve(A: Any, B: Any, *, left: bool = True) -> Tensor:  # noqa: N803
     """``X`` with ``A @ X = B`` (``left=False``: ``X @ A = B``); ``B`` may be a (batch of) vector(s)."""
     a, b = _matrix(A, "linalg.solve"), _t(B)
-    dt = dtypes.promote_types(a.dtype, b.dtype)
-    a, b = (x if x.dtype == dt else _cast(x, dt) for x in (a, b))
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{dtypes.torch_type_name(a.dtype)} and B of type {dtypes.torch_type_name(b.dtype)} instead")
     n = a.shape[-1]
     vector = left and (b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1]))
     rows = b.shape[-1] if vector else b.shape[-2] if left else b.shape[-1]
@@ -216,6 +218,10 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: Any = None) -> Any:  # n
     """The least-squares solution ``pinv(A) @ B`` (torch's CPU default driver 'gelsy': residuals and singular
     values empty, the rank computed)."""
     a, b = _matrix(A, "linalg.lstsq", square=False), _t(B)
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
+                           f"dtype {dtypes.torch_type_name(a.dtype)} and other's dtype "
+                           f"{dtypes.torch_type_name(b.dtype)}")
     vector = b.ndim == a.ndim - 1
     bb = b.unsqueeze(-1) if vector else b
     if bb.shape[-2] != a.shape[-2]:

@@ -59,11 +59,11 @@ def _atleast(t: Any, n: int) -> Any:
     t = _t(t)
     if t.ndim >= n:
         return t
+    if t.ndim == 0:
+        return t.reshape(*(1,) * n)
     if n == 3:
-        shape = (1, 1, 1) if t.ndim == 0 else (1, t.shape[0], 1) if t.ndim == 1 else (*t.shape, 1)
-    else:
-        shape = (1,) * (n - t.ndim) + tuple(t.shape)
-    return t.reshape(*shape)
+        return t.unsqueeze(0).unsqueeze(-1) if t.ndim == 1 else t.unsqueeze(-1)
+    return t.unsqueeze(0)
 
 
 def atleast_1d(*tensors: Any) -> Any:
@@ -338,6 +338,7 @@ def _kth(t: Tensor, k: int, dim: Any, keepdim: bool, fn: str, nan: str) -> tuple
     indices = make_tensor(np.ascontiguousarray(idx))
     if not keepdim or t.ndim == 0:
         values, indices = values.squeeze(d), indices.squeeze(d)
+        values = _named(values, fn) if values.requires_grad else values
     return values, indices
 
 
