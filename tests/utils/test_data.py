@@ -145,6 +145,30 @@ def test_tensors_built_by_a_program_keep_their_graph():
     same(run)
 
 
+def test_tensor_dataset_gather_is_the_per_sample_collate():
+    """A TensorDataset (or a Subset of one) is batched by one gather per tensor: the same batches as fetching
+    sample by sample and stacking (forced by a collate_fn that is not default_collate, and by a subclass)."""
+    class Rows(sdata.TensorDataset):
+        pass
+
+    sg.manual_seed(0)
+    x, y, flags = sg.randn(11, 2, 3).permute(0, 2, 1), sg.arange(11).double(), sg.arange(11) % 3 == 0
+    gathered, general = [], []
+    for ds in (sdata.TensorDataset(x, y, flags), sdata.Subset(sdata.TensorDataset(x, y, flags), [4, 0, 9, 2, 7])):
+        for loader_kw in ({"batch_size": 4}, {"batch_size": 4, "shuffle": True}, {"sampler": [3, 1, 2, 1]}):
+            for collate, out in ((None, gathered), (lambda b: sdata.default_collate(b), general)):
+                sg.manual_seed(1)
+                for batch in sdata.DataLoader(ds, collate_fn=collate, **loader_kw):
+                    out.append([(plain(t), t.is_contiguous()) for t in batch])
+    sg.manual_seed(1)
+    subclassed = [[plain(t) for t in b] for b in sdata.DataLoader(Rows(x, y, flags), batch_size=4, shuffle=True)]
+    assert gathered == general and len(gathered) == 18
+    from symgrad.utils.data.dataloader import _tensor_rows  # the gather did run: it applies to these datasets
+
+    assert _tensor_rows(sdata.TensorDataset(x, y), [1, 0]) is not None and _tensor_rows(Rows(x), [0]) is None
+    assert subclassed == [[p for p, *_ in b] for b in gathered[3:6]]
+
+
 def test_symgrad_tensors_from_sg_tensor_stack_to_batches():
     ds = [sg.tensor([1.0, 2.0]), sg.tensor([3.0, 4.0]), sg.tensor([5.0, 6.0])]
     (batch,) = list(sdata.DataLoader(ds, batch_size=3))

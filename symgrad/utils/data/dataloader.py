@@ -9,11 +9,15 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
+import numpy as np
+
 from ...core import dtypes
+from ...eager.base import is_traced, make_tensor
 from ...eager.functional import empty
 from ...eager.random import Generator
-from .collate import default_collate, default_convert
-from .dataset import Dataset, IterableDataset
+from ...eager.tensor import Tensor
+from .collate import collate_tensor_fn, default_collate, default_collate_fn_map, default_convert
+from .dataset import Dataset, IterableDataset, Subset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
@@ -180,6 +184,29 @@ class DataLoader(Generic[T_co]):
                           stacklevel=3)
 
 
+def _tensor_rows(dataset: Any, index: list) -> list[Tensor] | None:
+    """``default_collate([dataset[i] for i in index])`` for a ``TensorDataset`` (or a ``Subset`` of one) of tensors
+    without a graph, gathered by one numpy take per tensor instead of a getitem per sample and a stack (the same
+    values, dtypes and fresh contiguous tensors); None where that does not apply."""
+    if type(dataset) is Subset and type(dataset.dataset) is TensorDataset:
+        try:
+            index = [dataset.indices[i] for i in index]
+        except Exception:  # noqa: BLE001  (the general path raises what it raises)
+            return None
+        dataset = dataset.dataset
+    if type(dataset) is not TensorDataset or default_collate_fn_map.get(Tensor) is not collate_tensor_fn:
+        return None
+    tensors = dataset.tensors
+    if not index or not all(type(t) is Tensor and not t.requires_grad and not is_traced(t) for t in tensors):
+        return None
+    if not all(type(i) is int for i in index):
+        return None
+    rows = np.array(index, dtype=np.int64)
+    if rows.min() < 0 or rows.max() >= tensors[0].shape[0]:
+        return None
+    return [make_tensor(t._data[rows]) for t in tensors]
+
+
 class _DataLoaderIter:
     """One pass over a ``DataLoader``: indices from its sampler, samples from its dataset, batches from its
     ``collate_fn``."""
@@ -213,6 +240,8 @@ class _DataLoaderIter:
         if self._dataset_iter is None:
             if not self._auto_collation:
                 return self._collate_fn(self._dataset[index])
+            if self._collate_fn is default_collate and (rows := _tensor_rows(self._dataset, index)) is not None:
+                return rows
             if getattr(self._dataset, "__getitems__", None):
                 return self._collate_fn(self._dataset.__getitems__(index))  # type: ignore[attr-defined]
             return self._collate_fn([self._dataset[i] for i in index])
