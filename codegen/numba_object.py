@@ -741,6 +741,15 @@ class LightKernel:
         key = tuple(tuple(d) + (True,) if d[0] == "a" and len(d) == 5 else tuple(d) for d in desc)
         return self._entry_fn(key) is not None
 
+    def ready(self, desc: Any) -> bool:
+        """The signature ``desc`` (as ``cached`` takes it) is linked already: calls run it with no work first."""
+        key = tuple(tuple(d) + (True,) if d[0] == "a" and len(d) == 5 else tuple(d) for d in desc)
+        return key in self._linked
+
+    def link_cached(self) -> int:
+        """Link every signature of the object cache now (a later call of one finds it ready); how many linked."""
+        return sum(self._entry_fn(key) is not None for key in list(self._entries))
+
     def _numba_sig(self, sig: Any) -> tuple:
         return tuple(numba_type(s) if isinstance(s, tuple) else s for s in sig)
 

@@ -314,6 +314,11 @@ _HELPER = _Helper()
 _ORPHANS: list[subprocess.Popen] = []     # a forked child's copies of the parent's helper
 
 
+def on_disk(source: str, name: str, prefix: str) -> bool:
+    """The cache folder holds numba's or the object cache's machine code for some signature of this kernel text."""
+    return not cache_disabled() and _on_disk(cache_dir(), source, name, prefix)
+
+
 def _on_disk(folder: Path, source: str, name: str, prefix: str) -> bool:
     """numba's cache or the object cache has some signature of this kernel text (then this process loads it)."""
     stem = f"{prefix}_{source_hash(source)}"
@@ -341,9 +346,22 @@ def _guard_event(jit: Any) -> dict:
     return events[-1] if events else {}
 
 
-def remote_emission() -> bool:
-    """Whether a kernel's numba source can be emitted in the helper process (which then compiles it)."""
+def _helper_usable() -> bool:
     return MODE != "thread" and os.name == "posix" and _HELPER.unavailable is None and not cache_disabled()
+
+
+def remote_emission() -> bool:
+    """Whether a kernel's numba source is best emitted in the helper process (which then compiles it): there is
+    one, and the cache folder holds no numba kernel yet. In a folder that does (the source of this kernel was not
+    remembered, e.g. after an upgrade of symgrad), emitting here may find the same text compiled already, where
+    sending the IR to the helper would wait for its start-up first."""
+    if not _helper_usable():
+        return False
+    try:
+        with os.scandir(cache_dir()) as entries:
+            return not any(e.name.startswith("numba_") and e.name.endswith(".py") for e in entries)
+    except OSError:
+        return True
 
 
 def build(source: str | None, name: str, prefix: str, desc: Sequence[tuple], ir: bytes | None = None,
@@ -359,7 +377,7 @@ def build(source: str | None, name: str, prefix: str, desc: Sequence[tuple], ir:
     Raises ``Refused`` when the helper's emitter refuses the IR, and what the compile raises."""
     folder = None if cache_disabled() else cache_dir()
     reply = None
-    while folder is not None and remote_emission() and (source is not None or ir is not None):
+    while folder is not None and _helper_usable() and (source is not None or ir is not None):
         if source is not None and _on_disk(folder, source, name, prefix):
             break
         try:
@@ -396,6 +414,17 @@ def build(source: str | None, name: str, prefix: str, desc: Sequence[tuple], ir:
         if "emit_s" in reply:
             info["helper_emit_s"] = reply["emit_s"]
     return jit, path, info, source
+
+
+def ready(jit: Any, desc: Sequence[tuple]) -> bool:
+    """The loaded kernel ``jit`` runs the signature ``desc`` with no more work (linked, or compiled already)."""
+    if getattr(type(jit), "ready", None) is not None:      # a ``codegen.numba_object.LightKernel``
+        return jit.ready(desc)
+    overloads = getattr(jit, "overloads", None)
+    try:
+        return overloads is not None and numba_signature(desc) in overloads
+    except Exception:  # noqa: BLE001 - types numba cannot build: not ready
+        return False
 
 
 def _ready(jit: Any, desc: Sequence[tuple]) -> dict:

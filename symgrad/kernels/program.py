@@ -59,7 +59,7 @@ class _Tier:
     into extra arguments (``out=``). ``live`` is the dispatcher once it is compiled and may be called."""
 
     __slots__ = ("out_params", "jit", "path", "source", "error", "live", "state", "failure", "switched", "gen", "ir",
-                 "key")
+                 "key", "prefetch_s")
 
     def __init__(self, out_params: tuple[int, ...]) -> None:
         self.out_params = out_params
@@ -74,6 +74,7 @@ class _Tier:
         self.gen = 0                     # background.GENERATION when its compile was queued
         self.ir: bytes | None = None     # the IR as ``codegen.emitted.ir_blob`` (what the helper emits from)
         self.key: str | None = None      # its emitted source's key (``codegen.emitted``); None: not remembered
+        self.prefetch_s = 0.0            # seconds the worker spent loading it before the hot call
 
 
 class Program:
@@ -130,6 +131,27 @@ class Program:
         _stats.add_time("lower", t1 - t0)
         _stats.add_time("emit", t2 - t1)
         _stats.log_line(f"compile {self.label} [{reason or 'new program'}]: {_stats.fmt_times(self.times)}")
+        if BACKEND == "numba" and self.hot_after <= HOT_CALLS and not background.is_sync():
+            background.submit(self._prefetch)
+
+    def _prefetch(self) -> None:
+        """The worker's job for a new program that gets hot after a call or two: a numba kernel an earlier process
+        emitted and compiled (its source remembered, its machine code on disk) is loaded and its cached
+        signatures linked now, while the first call runs, so the hot call finds it ready and runs it."""
+        tier = self._tier(())
+        if tier.state is not None or tier.jit is not None:
+            return
+        src = self._remembered(tier)
+        if src is None or not background.on_disk(src, self.kernel.name, "numba"):
+            return
+        t0 = time.perf_counter()
+        jit, path = load_kernel(src, self.kernel.name, prefix="numba")
+        if getattr(type(jit), "link_cached", None) is not None:
+            jit.link_cached()
+        with self._lock:
+            if tier.jit is None and tier.state is None:
+                tier.prefetch_s = time.perf_counter() - t0
+                self._loaded(tier, src, jit, path)
 
     @property
     def label(self) -> str:
@@ -288,6 +310,18 @@ class Program:
         with self._lock:
             if tier.state is not None:
                 return None
+            if desc is not None and tier.jit is not None and background.ready(tier.jit, desc):
+                tier.state = "ready"       # prefetched and linked: this call runs it
+                if not tier.out_params:
+                    self.jit = tier.jit
+                tier.live = tier.jit
+        if tier.live is not None:
+            self._compiled(tier, {"how": "prefetched", "event": "load"}, tier.prefetch_s, f"hot: {self.calls} calls")
+            self._switched(tier)
+            return tier.live
+        with self._lock:
+            if tier.state is not None:
+                return None
             if desc is None:               # an argument numba's types can't be read off cheaply: compile here
                 tier.state = None
             else:
@@ -306,15 +340,16 @@ class Program:
             try:
                 t0 = time.perf_counter()
                 src = tier.source or (None if tier.error is not None else self._remembered(tier))
-                if src is None and tier.error is None and (tier.ir is None or not background.remote_emission()):
-                    src = self._emit_source(tier)            # no helper to emit it: here
+                remote = src is None and tier.ir is not None and background.remote_emission()
+                if src is None and tier.error is None and not remote:
+                    src = self._emit_source(tier)            # emitted here: no helper, or a warm cache folder
                 if src is None and tier.error is not None:
                     tier.state = "refused"
                     return
                 t1 = time.perf_counter()
                 _stats.add_time("emit", t1 - t0)
                 try:
-                    built = background.build(src, self.kernel.name, "numba", desc, ir=tier.ir,
+                    built = background.build(src, self.kernel.name, "numba", desc, ir=tier.ir if remote else None,
                                              emit=lambda: self._emit_source(tier))
                     if built is None:                        # emitted here after all, and refused
                         tier.state = "refused"

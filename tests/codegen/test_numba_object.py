@@ -159,6 +159,15 @@ def test_light_kernel_answers_as_a_dispatcher(compiled):
     assert serial._cache.events[-1]["event"] == "load" and serial._dispatcher is None
 
 
+def test_light_kernel_links_its_cached_signatures_ahead(compiled):
+    serial = _light(compiled, "serial")
+    desc = [("a", X.dtype.str, 1, "C", False), ("a", Y.dtype.str, 1, "C", False)]
+    assert not serial.ready(desc)
+    assert serial.link_cached() == 1
+    assert serial.ready(desc) and not serial.ready([("a", "<f4", 1, "C", False)] * 2)
+    assert serial(X, Y)[0] == compiled["want"]["serial"][0] and serial._dispatcher is None
+
+
 def test_other_signatures_go_to_numba(compiled):
     serial = _light(compiled, "serial")
     ro = X.copy()

@@ -126,6 +126,32 @@ def test_a_later_program_reuses_the_remembered_numba_source(fresh_cache, mode, m
     assert calls == [1]
 
 
+def test_a_kernel_compiled_before_is_prefetched_and_runs_on_the_hot_call(fresh_cache, mode, monkeypatch, capsys):
+    mode("sync")
+    f, _ = _unique_vg()
+    ref = f(X, Y)
+    f(X, Y)                               # compiled, its source remembered, machine code on disk
+    mode("background")
+    monkeypatch.setattr(stats, "LOG_COMPILES", True)
+    g = CompiledFunction(f.fn, mode="value_and_grad", argnums=(0, 1))
+    first = g(X, Y)                       # the new program queues the prefetch
+    assert background.wait(120)
+    e = next(iter(g._entries.values()))
+    assert e.prog.compiled() is None and e.prog._tiers[()].jit is not None    # loaded, not in use yet
+    before = sg.jit_stats()
+    hot = g(X, Y)                         # runs the prefetched kernel at once: no compile queued
+    assert e.prog.compiled() is not None and background.pending() == 0
+    after = sg.jit_stats()
+    assert after.cache_hits - before.cache_hits == 1 and after.tier_switches - before.tier_switches == 1
+    assert "; prefetched]: loaded from" in capsys.readouterr().err
+    _same(first, ref)
+    _same(hot, ref)
+    h = CompiledFunction(lambda x, y: (sg.cos(x) * y * 1.25).sum(), mode="value_and_grad", argnums=(0, 1))
+    h(X, Y)                               # nothing remembered for this one: the prefetch leaves it alone
+    assert background.wait(120)
+    assert next(iter(h._entries.values())).prog._tiers[()].jit is None
+
+
 def test_helper_refuses_ir_the_numba_emitter_does_not_take(fresh_cache, mode):
     mode("process")
     a, b = np.linspace(0, 1, 24).reshape(2, 3, 4), np.linspace(1, 2, 40).reshape(2, 4, 5)
