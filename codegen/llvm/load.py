@@ -13,13 +13,15 @@ import ctypes
 import ctypes.util
 import itertools
 import threading
+import time
 from typing import Any, Callable
 
+import llvmlite.binding as llvm
 import numpy as np
 
-from ..ir import Unsupported, literal
+from ..ir import Kernel, Unsupported, literal
 from . import lines as _lines
-from .emit import Module
+from .emit import Module, emit_llvm
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -34,7 +36,6 @@ def _init() -> Any:
     got = _state.get("llvm")
     if got is not None:
         return got
-    import llvmlite.binding as llvm  # deferred: llvmlite only once a kernel is compiled
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_default_triple()
@@ -52,13 +53,13 @@ def _init() -> Any:
     return llvm
 
 
-def available() -> bool:
-    """Whether llvmlite imports here."""
-    try:
-        _init()
-    except Exception:  # noqa: BLE001 - no llvmlite: the numba path stays
-        return False
-    return True
+def compile_kernel(kernel: Kernel, out_params: tuple[int, ...] = ()) -> tuple[Callable, Module, float]:
+    """``kernel`` emitted (``emit_llvm``) and compiled: the callable, the module, and the seconds emitting took.
+    Raises ``Unsupported`` for IR outside the backend's class."""
+    t0 = time.perf_counter()
+    mod = emit_llvm(kernel, tuple(out_params))
+    t1 = time.perf_counter()
+    return compile_module(mod), mod, t1 - t0
 
 
 def compile_module(mod: Module) -> Callable:

@@ -56,11 +56,9 @@ def take(prog: Any, tier: Any) -> bool | None:
 def _compile(prog: Any, tier: Any, refused: set) -> bool:
     t0 = time.perf_counter()
     try:
-        from codegen.llvm import emit_llvm  # deferred: codegen.llvm imports codegen.numba's scalar printer
-        from codegen.llvm.load import compile_module  # deferred: llvmlite
-        module = emit_llvm(prog.kernel, tier.out_params)
-        t1 = time.perf_counter()
-        kernel = compile_module(module)
+        from codegen.llvm import load  # deferred: llvmlite (and codegen.numba's scalar printer), once hot
+        kernel, module, emit_s = load.compile_kernel(prog.kernel, tier.out_params)
+        t1 = t0 + emit_s
     except ir.Unsupported as exc:
         refused.add(tier.out_params)
         _stats.count("llvm_refused")
