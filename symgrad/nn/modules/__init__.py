@@ -35,6 +35,7 @@ from .loss import (
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
@@ -42,4 +43,5 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "Softmax", "LogSoftmax", "Softplus", "SiLU", "GELU", "ELU", "LeakyReLU", "LogSigmoid", "Hardtanh",
            "ReLU6", "Mish", "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
            "NLLLoss", "CrossEntropyLoss", "KLDivLoss", "LayerNorm", "GroupNorm", "BatchNorm1d",
-           "BatchNorm2d", "BatchNorm3d"]
+           "BatchNorm2d", "BatchNorm3d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+           "GRUCell"]

@@ -1,0 +1,174 @@
+"""``RNN`` / ``GRU`` / ``LSTM`` and their cells against torch 2.13: seeded parameters bit-identical (names, order,
+initialisation), outputs and final states, gradients of the input, the initial states and every parameter
+(float64 to rtol 1e-12; float32 to the conftest tolerance: torch's CPU LSTM runs oneDNN's kernel), grad_fn
+names, reprs, inter-layer dropout masks, errors."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from conftest import FLOAT_DTYPES, assert_close, assert_same_error
+
+import symgrad as sg
+
+RNG = np.random.default_rng(2)
+X = RNG.standard_normal((4, 2, 3))   # (time, batch, features)
+
+
+def _tol(dtype: str) -> dict:
+    return {"rtol": 1e-12, "atol": 1e-13} if dtype == "float64" else {}
+
+
+def _seeded(make, dtype: str):
+    torch.manual_seed(0)
+    tm = make(torch.nn)
+    sg.manual_seed(0)
+    sm = make(sg.nn)
+    names = [n for n, _ in tm.named_parameters()]
+    assert [n for n, _ in sm.named_parameters()] == names
+    for (n, tp), (_, sp) in zip(tm.named_parameters(), sm.named_parameters()):
+        assert_close(sp, tp, rtol=0, atol=0, what=f"init {n}")  # torch's RNG stream, bit for bit
+    assert repr(sm) == repr(tm)
+    return tm.to(getattr(torch, dtype)), sm.to(getattr(sg, dtype))
+
+
+def _flat(out) -> list:
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+def _compare(tm, sm, args: list, dtype: str, what: str) -> None:
+    targs = [torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True) if a is not None else None
+             for a in args]
+    sargs = [sg.tensor(a, dtype=getattr(sg, dtype), requires_grad=True) if a is not None else None for a in args]
+    if len(args) == 3:  # LSTM-style (x, (h0, c0))
+        to, so = tm(targs[0], (targs[1], targs[2])), sm(sargs[0], (sargs[1], sargs[2]))
+    else:
+        to, so = tm(*targs), sm(*sargs)
+    tflat, sflat = _flat(to), _flat(so)
+    assert len(tflat) == len(sflat)
+    for k, (t, s) in enumerate(zip(tflat, sflat)):
+        assert_close(s, t, what=f"{what} output {k}", **_tol(dtype))
+        assert s.grad_fn.name() == t.grad_fn.name(), f"{what} output {k}"
+    ups = [RNG.standard_normal(tuple(t.shape)) for t in tflat]
+    torch.autograd.backward(tflat, [torch.tensor(u, dtype=t.dtype) for u, t in zip(ups, tflat)])
+    sg.autograd.backward(sflat, [sg.tensor(u, dtype=s.dtype) for u, s in zip(ups, sflat)])
+    for k, (t, s) in enumerate(zip(targs, sargs)):
+        if t is not None:
+            assert_close(s.grad, t.grad, what=f"{what} arg {k} grad", **_tol(dtype))
+    for (n, tp), (_, sp) in zip(tm.named_parameters(), sm.named_parameters()):
+        assert_close(sp.grad, tp.grad, what=f"{what} {n}.grad", **_tol(dtype))
+
+
+H = {1: RNG.standard_normal((1, 2, 4)), 2: RNG.standard_normal((2, 2, 4)), 4: RNG.standard_normal((4, 2, 4))}
+
+CASES = [
+    ("RNN", lambda nn: nn.RNN(3, 4), [X]),
+    ("RNN relu 2 layers h0", lambda nn: nn.RNN(3, 4, 2, nonlinearity="relu"), [X, H[2]]),
+    ("RNN batch_first no bias", lambda nn: nn.RNN(3, 4, bias=False, batch_first=True), [X]),
+    ("GRU", lambda nn: nn.GRU(3, 4), [X, H[1]]),
+    ("GRU bidirectional 2 layers", lambda nn: nn.GRU(3, 4, num_layers=2, bidirectional=True), [X, H[4]]),
+    ("LSTM", lambda nn: nn.LSTM(3, 4), [X, H[1], H[1] * 0.5]),
+    ("LSTM 2 layers batch_first", lambda nn: nn.LSTM(3, 4, 2, batch_first=True), [X]),
+    ("LSTM bidirectional", lambda nn: nn.LSTM(3, 4, bidirectional=True), [X, H[2], H[2] * 0.3]),
+    ("LSTM proj", lambda nn: nn.LSTM(3, 4, proj_size=2), [X, H[1][..., :2], H[1]]),
+    ("RNN unbatched", lambda nn: nn.RNN(3, 4), [X[:, 0], H[1][:, 0]]),
+    ("LSTM unbatched", lambda nn: nn.LSTM(3, 4, batch_first=True), [X[:, 0], H[1][:, 0], H[1][:, 1]]),
+]
+
+
+@pytest.mark.parametrize("name,make,args", CASES, ids=[c[0] for c in CASES])
+def test_rnn_matches_torch(name, make, args):
+    tm, sm = _seeded(make, "float64")
+    _compare(tm, sm, args, "float64", name)
+
+
+CELLS = [
+    ("RNNCell", lambda nn: nn.RNNCell(3, 4), [X[0], H[1][0]]),
+    ("RNNCell relu no bias", lambda nn: nn.RNNCell(3, 4, bias=False, nonlinearity="relu"), [X[0]]),
+    ("GRUCell", lambda nn: nn.GRUCell(3, 4), [X[0], H[1][0]]),
+    ("GRUCell unbatched", lambda nn: nn.GRUCell(3, 4), [X[0, 0]]),
+    ("LSTMCell", lambda nn: nn.LSTMCell(3, 4), [X[0], H[1][0], H[2][1]]),
+    ("LSTMCell unbatched", lambda nn: nn.LSTMCell(3, 4), [X[0, 1], H[1][0, 0], H[2][1, 1]]),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name,make,args", CELLS, ids=[c[0] for c in CELLS])
+def test_cells_match_torch(name, make, args, dtype):
+    tm, sm = _seeded(make, dtype)
+    _compare(tm, sm, args, dtype, name)
+
+
+def test_float32_lstm_and_gru():
+    for make in (lambda nn: nn.LSTM(3, 4, 2), lambda nn: nn.GRU(3, 4, batch_first=True)):
+        tm, sm = _seeded(make, "float32")
+        _compare(tm, sm, [X], "float32", "float32")
+
+
+def test_inter_layer_dropout_masks_match_torch():
+    """Training with dropout between layers draws torch's masks from the same generator state; eval does not
+    drop."""
+    def make(nn):
+        return nn.LSTM(3, 4, num_layers=3, dropout=0.4)
+    tm, sm = _seeded(make, "float32")
+    x = X.astype(np.float32)
+    torch.manual_seed(5)
+    sg.manual_seed(5)
+    to, so = tm(torch.tensor(x)), sm(sg.tensor(x))
+    for t, s in zip(_flat(to), _flat(so)):
+        assert_close(s, t)
+    tm.eval()
+    sm.eval()
+    for t, s in zip(_flat(tm(torch.tensor(x))), _flat(sm(sg.tensor(x)))):
+        assert_close(s, t)
+
+
+def test_module_surface():
+    tm, sm = _seeded(lambda nn: nn.LSTM(3, 4, 2, bidirectional=True, proj_size=2), "float32")
+    assert [[tuple(p.shape) for p in ws] for ws in sm.all_weights] == \
+        [[tuple(p.shape) for p in ws] for ws in tm.all_weights]
+    assert list(sm.state_dict()) == list(tm.state_dict())
+    sm.flatten_parameters()
+    sd = {k: sg.tensor(v.numpy() * 2) for k, v in tm.state_dict().items()}
+    assert repr(sm.load_state_dict(sd)) == "<All keys matched successfully>"
+    for lib in (torch, sg):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            lib.nn.RNN(3, 4, dropout=0.5)
+        assert "non-zero dropout expects num_layers greater than 1" in str(w[0].message)
+    for make in (lambda nn: nn.RNN(3, 4, 2, "relu", False, True, 0.5, True), lambda nn: nn.GRU(2, 3, dropout=0.0),
+                 lambda nn: nn.RNNCell(3, 4, nonlinearity="relu", bias=False), lambda nn: nn.LSTMCell(2, 2)):
+        assert repr(make(sg.nn)) == repr(make(torch.nn))
+
+
+def _o(t, *shape, dtype=None):
+    return t.ones(*shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: t.nn.RNNCell(3, 4)(_o(t, 2, 5)),
+    lambda t: t.nn.RNNCell(3, 4)(_o(t, 2, 3), _o(t, 3, 4)),
+    lambda t: t.nn.GRUCell(3, 4)(_o(t, 2, 3), _o(t, 2, 5)),
+    lambda t: t.nn.LSTMCell(3, 4)(_o(t, 2, 3), (_o(t, 2, 4), _o(t, 1, 4))),
+    lambda t: t.nn.RNNCell(3, 4, nonlinearity="x")(_o(t, 3)),
+    lambda t: t.nn.GRUCell(3, 4)(_o(t, 2, 3, 1)),
+    lambda t: t.nn.LSTM(3, 4)(_o(t, 5, 2, 3), (_o(t, 1, 2, 4), _o(t, 1, 3, 4))),
+    lambda t: t.nn.GRU(3, 4)(_o(t, 5, 2, 3), _o(t, 2, 2, 4)),
+    lambda t: t.nn.RNN(3, 4)(_o(t, 5, 2, 3, 1)),
+    lambda t: t.nn.RNN(3, 4)(_o(t, 5, 2, 2)),
+    lambda t: t.nn.RNN(3, 4)(_o(t, 5, 2, 3, dtype=t.float64)),
+    lambda t: t.nn.RNN(3, 4)(_o(t, 5, 3), _o(t, 1, 1, 4)),
+    lambda t: t.nn.LSTM(3, 4)(_o(t, 5, 3), (_o(t, 1, 1, 4), _o(t, 1, 4))),
+    lambda t: t.nn.GRU(3, 4, proj_size=2),
+    lambda t: t.nn.RNN(3, 4, nonlinearity="x"),
+    lambda t: t.nn.LSTM(3, 4, proj_size=4),
+    lambda t: t.nn.RNN(3, 4, dropout=2),
+    lambda t: t.nn.RNN(3, 0),
+    lambda t: t.nn.LSTM(3, 4, bias=1),
+])
+def test_errors_match_torch(fn):
+    assert_same_error(lambda: fn(sg), lambda: fn(torch))
