@@ -319,7 +319,7 @@ from .eager.more_ops import (
 )
 from .eager.more_ops import __all__ as _more_ops_all  # noqa: E402
 
-from . import autograd, backends, cuda, func, linalg, nn, ops, optim, random, special, utils  # noqa: E402  (the namespaces)
+from . import autograd, backends, cuda, distributions, func, linalg, nn, ops, optim, random, special, utils  # noqa: E402  (the namespaces)
 from .eager import return_types  # noqa: E402
 from .eager.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
@@ -624,4 +624,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-__all__ += [*_more_ops_all, "special"]  # eager/more_ops.py, sg.special
+__all__ += [*_more_ops_all, "distributions", "special"]  # eager/more_ops.py, sg.special

@@ -1,0 +1,11 @@
+"""``sg.distributions``: ``Normal``, ``Uniform``, ``Bernoulli``, ``Categorical`` as torch.distributions defines them:
+the same parameters, shapes, ``validate_args`` checks and texts, reprs, and samples drawn through the same random
+calls (``normal``, ``rand``, ``bernoulli``, ``multinomial``) on symgrad's torch-identical generator, so a seeded
+program draws torch's numbers. ``log_prob``, ``entropy``, ``cdf``, ``icdf`` and ``rsample`` are tensor expressions:
+their gradients are graph nodes like any other."""
+from __future__ import annotations
+
+from .distribution import Distribution
+from .simple import Bernoulli, Categorical, Normal, Uniform
+
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "Uniform"]
