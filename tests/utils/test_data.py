@@ -4,6 +4,8 @@ batch contents and order, the random stream after iterating, collation of nested
 from __future__ import annotations
 
 import collections
+import math
+import random
 import warnings
 from typing import Any, Callable
 
@@ -103,15 +105,77 @@ def test_batch_size_none_sampler_and_batch_sampler():
     same(run)
 
 
-def test_num_workers_runs_in_process_with_torchs_batches():
-    def run(T, D):
-        T.manual_seed(5)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            loader = D.DataLoader(D.TensorDataset(*xy(T)), batch_size=3, shuffle=True, num_workers=2)
-            batches = list(loader)
-        return batches, T.randn(2)
-    same(run)
+def worker_scenario(T: Any, D: Any) -> list:
+    """Workers as torch runs them: seeds (torch, Python, numpy) per worker, worker_init_fn on the worker's copy
+    of the dataset, get_worker_info(), the round robin of batches, the sampler running ahead of the batches,
+    persistent workers keeping their state, iterable datasets sharded by worker id or replicated per worker."""
+
+    class Noisy(D.Dataset):
+        tag = None
+
+        def __len__(self):
+            return 7
+
+        def __getitem__(self, i):
+            info = D.get_worker_info()
+            return T.rand(1) + i, random.random(), float(np.random.rand()), info.id, info.seed, self.tag
+
+    class Range(D.IterableDataset):
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+
+        def __iter__(self):
+            info = D.get_worker_info()
+            per = int(math.ceil((self.end - self.start) / float(info.num_workers)))
+            first = self.start + info.id * per
+            return iter(range(first, min(first + per, self.end)))
+
+    class Replicated(D.IterableDataset):
+        def __iter__(self):
+            return iter(range(5))
+
+    def init(worker_id):
+        info = D.get_worker_info()
+        info.dataset.tag = (worker_id, info.num_workers, info.seed == T.initial_seed())
+
+    T.manual_seed(0)
+    random.seed(1)
+    np.random.seed(2)
+    out = []
+    noisy = Noisy()
+    for persistent in (False, True):
+        loader = D.DataLoader(noisy, batch_size=3, num_workers=2, shuffle=True, persistent_workers=persistent,
+                              worker_init_fn=init)
+        out += [list(loader) for _ in range(2)]
+        out.append((T.randn(2), random.random(), np.random.rand(), noisy.tag))
+    out.append(list(D.DataLoader(Range(3, 14), batch_size=2, num_workers=2)))
+    out.append(list(D.DataLoader(Replicated(), batch_size=2, num_workers=2, drop_last=True)))
+    it = iter(D.DataLoader(D.TensorDataset(*xy(T, 6)), batch_size=2, shuffle=True, num_workers=2))
+    out += [T.randn(1), list(it), T.randn(2)]  # the sampler drew its seed when the iterator was made
+    return out
+
+
+def test_workers_are_torchs_workers():
+    saved = random.getstate(), np.random.get_state()
+    try:
+        out = same(worker_scenario)
+    finally:
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
+    first_batch = out[1][0][1][0][1]
+    assert first_batch[3][3] == [0, 0, 0] and [t[3] for t in first_batch[5][1]] == [[0] * 3, [2] * 3, [True] * 3]
+    assert out[1][2][1][3] is None  # worker_init_fn tagged the workers' copies, not the dataset
+
+
+def test_worker_draws_leave_the_process_stream_alone():
+    """Only the base seed comes from the process's stream; what the workers draw comes from theirs."""
+    sg.manual_seed(3)
+    sg.empty((), dtype=sg.int64).random_()
+    expected = sg.randn(3).tolist()
+    sg.manual_seed(3)
+    batches = list(sdata.DataLoader(list(range(4)), batch_size=2, num_workers=2, collate_fn=lambda b: sg.rand(1)))
+    assert sg.randn(3).tolist() == expected and sdata.get_worker_info() is None
+    assert batches[0].tolist() != batches[1].tolist()  # two workers, two seeds
 
 
 def test_collate_fn_and_custom_dataset():

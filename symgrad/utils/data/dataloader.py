@@ -1,10 +1,16 @@
 """``torch.utils.data.DataLoader``: batches from a dataset through a sampler, with torch's order and random
-draws. Loading always runs in this process: ``num_workers > 0`` is accepted (and checked as torch checks it),
-there are no worker processes."""
+draws. Loading always runs in this process: ``num_workers > 0`` emulates torch's workers in it (their seeds,
+random states, dataset copies, ``worker_init_fn``, ``get_worker_info()`` and their batch schedule), one batch at a
+time, with no processes and no parallelism."""
 from __future__ import annotations
 
+import collections
+import copy
+import dataclasses
+import itertools
 import math
 import os
+import random
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
@@ -14,22 +20,39 @@ import numpy as np
 from ...core import dtypes
 from ...eager.base import is_traced, make_tensor
 from ...eager.functional import empty
-from ...eager.random import Generator
+from ...eager.random import Generator, get_rng_state, manual_seed, set_rng_state
 from ...eager.tensor import Tensor
 from .collate import collate_tensor_fn, default_collate, default_collate_fn_map, default_convert
 from .dataset import Dataset, IterableDataset, Subset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
-__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
+__all__ = ["DataLoader", "WorkerInfo", "default_collate", "default_convert", "get_worker_info"]
 
 T_co = TypeVar("T_co", covariant=True)
 
 _FROZEN = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
 
 
-def get_worker_info() -> None:
-    """Always None: data loading runs in the calling process (torch's answer outside a worker)."""
-    return None
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """What ``get_worker_info()`` returns inside a worker: its id, the number of workers, its seed and its copy
+    of the dataset."""
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+    rng: Any = None
+    worker_method: str | None = "multiprocessing"
+
+
+_worker_info: WorkerInfo | None = None
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """The current worker's ``WorkerInfo`` while a ``DataLoader`` worker runs (its ``worker_init_fn``, its
+    dataset's ``__iter__`` / ``__getitem__``, its ``collate_fn``), else None."""
+    return _worker_info
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -50,11 +73,14 @@ class DataLoader(Generic[T_co]):
     generator), and a shuffling sampler its permutation after it, so batches and the random stream afterwards
     are torch's for the same seed.
 
-    ``num_workers > 0`` runs in this process too (no worker processes, no prefetching: the dataset's own random
-    draws come from the global generator, ``get_worker_info()`` is None and an ``IterableDataset`` is iterated
-    once, not once per worker); ``pin_memory``, ``timeout``, ``worker_init_fn``, ``multiprocessing_context``,
-    ``prefetch_factor``, ``persistent_workers`` and ``in_order`` are checked as torch checks them and otherwise
-    have no effect.
+    ``num_workers > 0`` runs in this process, one batch at a time: each of torch's workers is emulated with a
+    shallow copy of the dataset and its own torch / Python / numpy random states seeded as torch seeds a worker
+    (``base_seed + id``); ``worker_init_fn`` and the dataset's code run as that worker (``get_worker_info()``
+    gives its ``WorkerInfo``), batches go round robin to the workers, each worker iterates its own replica of an
+    ``IterableDataset``, and ``persistent_workers`` keeps the workers (and draws the base seed once), so
+    batches, dataset-side random draws and the process's random stream are torch's. ``pin_memory``,
+    ``timeout``, ``multiprocessing_context`` and ``in_order`` are checked as torch checks them and have no
+    effect (batches always come in order); a dataset's side effects are those of one process.
     """
 
     dataset: Dataset[T_co]
@@ -140,6 +166,7 @@ class DataLoader(Generic[T_co]):
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._IterableDataset_len_called: int | None = None
+        self._iterator: _WorkerLoaderIter | None = None
         self.__initialized = True
         self._check_worker_number()
 
@@ -157,9 +184,16 @@ class DataLoader(Generic[T_co]):
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __iter__(self) -> _DataLoaderIter:
-        if self.num_workers:
-            self._check_worker_number()
-        return _DataLoaderIter(self)
+        if not self.num_workers:
+            return _DataLoaderIter(self)
+        if self.persistent_workers:
+            if self._iterator is None:
+                self._iterator = _WorkerLoaderIter(self)
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        self._check_worker_number()
+        return _WorkerLoaderIter(self)
 
     def __len__(self) -> int:
         if self._iterable:
@@ -207,9 +241,45 @@ def _tensor_rows(dataset: Any, index: list) -> list[Tensor] | None:
     return [make_tensor(t._data[rows]) for t in tensors]
 
 
+class _Fetcher:
+    """Samples to batches for one dataset (torch's map / iterable fetchers): ``fetch(index)`` raises
+    StopIteration when an iterable dataset is done."""
+
+    def __init__(self, dataset: Any, iterable: bool, auto_collation: bool, collate_fn: Callable, drop_last: bool):
+        self.dataset = dataset
+        self.auto_collation = auto_collation
+        self.collate_fn = collate_fn
+        self.drop_last = drop_last
+        self.dataset_iter = iter(dataset) if iterable else None
+        self.ended = False
+
+    def fetch(self, index: Any) -> Any:
+        if self.dataset_iter is None:
+            if not self.auto_collation:
+                return self.collate_fn(self.dataset[index])
+            if self.collate_fn is default_collate and (rows := _tensor_rows(self.dataset, index)) is not None:
+                return rows
+            if getattr(self.dataset, "__getitems__", None):
+                return self.collate_fn(self.dataset.__getitems__(index))
+            return self.collate_fn([self.dataset[i] for i in index])
+        if self.ended:
+            raise StopIteration
+        if not self.auto_collation:
+            return self.collate_fn(next(self.dataset_iter))
+        data = []
+        for _ in index:
+            try:
+                data.append(next(self.dataset_iter))
+            except StopIteration:
+                self.ended = True
+                break
+        if not data or (self.drop_last and len(data) < len(index)):
+            raise StopIteration
+        return self.collate_fn(data)
+
+
 class _DataLoaderIter:
-    """One pass over a ``DataLoader``: indices from its sampler, samples from its dataset, batches from its
-    ``collate_fn``."""
+    """One pass over a ``DataLoader`` without workers: indices from its sampler, batches from its fetcher."""
 
     def __init__(self, loader: DataLoader) -> None:
         self._dataset = loader.dataset
@@ -224,11 +294,14 @@ class _DataLoaderIter:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
                           "memory won't be used.", stacklevel=3)
         self._sampler_iter = iter(self._index_sampler)
-        # torch draws the workers' base seed here, used or not: the random stream moves as torch's does
+        # torch draws the workers' base seed here, workers or not: the random stream moves as torch's does
         self._base_seed = int(empty((), dtype=dtypes.int64).random_(generator=loader.generator).item())
-        self._dataset_iter = iter(self._dataset) if self._iterable else None
-        self._ended = False
         self._num_yielded = 0
+        if not self._num_workers:
+            self._fetcher = self._new_fetcher(self._dataset)
+
+    def _new_fetcher(self, dataset: Any) -> _Fetcher:
+        return _Fetcher(dataset, self._iterable, self._auto_collation, self._collate_fn, self._drop_last)
 
     def __iter__(self) -> _DataLoaderIter:
         return self
@@ -236,32 +309,11 @@ class _DataLoaderIter:
     def __len__(self) -> int:
         return len(self._index_sampler)
 
-    def _fetch(self, index: Any) -> Any:
-        if self._dataset_iter is None:
-            if not self._auto_collation:
-                return self._collate_fn(self._dataset[index])
-            if self._collate_fn is default_collate and (rows := _tensor_rows(self._dataset, index)) is not None:
-                return rows
-            if getattr(self._dataset, "__getitems__", None):
-                return self._collate_fn(self._dataset.__getitems__(index))  # type: ignore[attr-defined]
-            return self._collate_fn([self._dataset[i] for i in index])
-        if self._ended:
-            raise StopIteration
-        if not self._auto_collation:
-            return self._collate_fn(next(self._dataset_iter))
-        data = []
-        for _ in index:
-            try:
-                data.append(next(self._dataset_iter))
-            except StopIteration:
-                self._ended = True
-                break
-        if not data or (self._drop_last and len(data) < len(index)):
-            raise StopIteration
-        return self._collate_fn(data)
+    def _next_data(self) -> Any:
+        return self._fetcher.fetch(next(self._sampler_iter))
 
     def __next__(self) -> Any:
-        data = self._fetch(next(self._sampler_iter))
+        data = self._next_data()
         self._num_yielded += 1
         if self._iterable and self._len_called is not None and self._num_yielded > self._len_called:
             msg = (f"Length of IterableDataset {self._dataset} was reported to be {self._len_called}(when accessing "
@@ -272,3 +324,140 @@ class _DataLoaderIter:
                         "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples.")
             warnings.warn(msg, stacklevel=2)
         return data
+
+
+# ---------------------------------------------------------------------------- workers, run in this process
+
+def _generate_state(base_seed: int, worker_id: int) -> list[int]:
+    """The four 32-bit words torch seeds a worker's numpy global generator with (a SeedSequence-style hash of
+    the worker id and the 64-bit base seed)."""
+    mask = 0xFFFFFFFF
+    mult_a, mult_b = 0x931E8875, 0x58F38DED
+    hash_a = 0x43B0D7E5
+
+    def hash32(value: int) -> int:
+        nonlocal hash_a
+        value = (value ^ hash_a) & mask
+        hash_a = (hash_a * mult_a) & mask
+        value = (value * hash_a) & mask
+        return (value ^ (value >> 16)) & mask
+
+    def mix(x: int, y: int) -> int:
+        r = ((0xCA01F9DD * x) - (0x4973F715 * y)) & mask
+        return (r ^ (r >> 16)) & mask
+
+    pool = [hash32(e) for e in (worker_id, base_seed & mask, base_seed >> 32, 0)]
+    for src in range(4):
+        for dst in range(4):
+            if src != dst:
+                pool[dst] = mix(pool[dst], hash32(pool[src]))
+    hash_b = 0x8B51F9DD
+    state = []
+    for value in pool:
+        value = (value ^ hash_b) & mask
+        hash_b = (hash_b * mult_b) & mask
+        value = (value * hash_b) & mask
+        state.append((value ^ (value >> 16)) & mask)
+    return state
+
+
+class _Worker:
+    """One of torch's worker processes, emulated: a shallow copy of the dataset, the worker's own torch, Python
+    and numpy random states (seeded as torch seeds a worker), its ``WorkerInfo`` and its fetcher. Code of the
+    worker runs inside ``running()``, which swaps those states in and out of the process's globals."""
+
+    def __init__(self, loader_iter: _WorkerLoaderIter, worker_id: int) -> None:
+        base = loader_iter._base_seed
+        try:
+            dataset = copy.copy(loader_iter._dataset)
+        except Exception:  # noqa: BLE001  (an uncopyable dataset is shared)
+            dataset = loader_iter._dataset
+        self.info = WorkerInfo(id=worker_id, num_workers=loader_iter._num_workers, seed=base + worker_id,
+                               dataset=dataset)
+        self.states: tuple | None = None
+        with self.running():
+            manual_seed(base + worker_id)
+            random.seed(base + worker_id)
+            np.random.seed(_generate_state(base, worker_id))
+            if loader_iter._worker_init_fn is not None:
+                loader_iter._worker_init_fn(worker_id)
+            self.fetcher = loader_iter._new_fetcher(dataset)
+
+    def running(self) -> _Worker:
+        """``with worker.running():`` runs the block as this worker."""
+        return self
+
+    def __enter__(self) -> None:
+        global _worker_info
+        self._outside = (get_rng_state(), random.getstate(), np.random.get_state(), _worker_info)
+        if self.states is not None:
+            set_rng_state(self.states[0])
+            random.setstate(self.states[1])
+            np.random.set_state(self.states[2])
+        _worker_info = self.info
+
+    def __exit__(self, *exc: Any) -> None:
+        global _worker_info
+        self.states = (get_rng_state(), random.getstate(), np.random.get_state())
+        torch_state, python_state, numpy_state, _worker_info = self._outside
+        set_rng_state(torch_state)
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+
+
+class _WorkerLoaderIter(_DataLoaderIter):
+    """A pass with ``num_workers`` workers, as torch schedules them (``in_order``): the sampler runs
+    ``prefetch_factor * num_workers`` batches ahead, batch ``i`` goes to the next worker still active in a
+    round robin, and an iterable dataset ends per worker."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        super().__init__(loader)
+        self._prefetch = loader.prefetch_factor * loader.num_workers
+        self._worker_init_fn = loader.worker_init_fn
+        self._workers = [_Worker(self, w) for w in range(self._num_workers)]
+        self._reset(loader, first_iter=True)
+
+    def _reset(self, loader: DataLoader, first_iter: bool = False) -> None:
+        if not first_iter:  # a persistent iterator's next epoch: same workers, same random states
+            self._sampler_iter = iter(self._index_sampler)
+            self._num_yielded = 0
+            self._len_called = loader._IterableDataset_len_called
+            for worker in self._workers:
+                with worker.running():
+                    worker.fetcher = self._new_fetcher(worker.info.dataset)
+        self._tasks: collections.deque[tuple[int, Any]] = collections.deque()
+        self._active = [True] * self._num_workers
+        self._cycle = itertools.cycle(range(self._num_workers))
+        for _ in range(self._prefetch):
+            self._put_index()
+
+    def _put_index(self) -> None:
+        try:
+            index = next(self._sampler_iter)
+        except StopIteration:
+            return
+        for _ in range(self._num_workers):
+            w = next(self._cycle)
+            if self._active[w]:
+                self._tasks.append((w, index))
+                return
+
+    def _next_data(self) -> Any:
+        while True:
+            while self._tasks and not self._active[self._tasks[0][0]]:
+                self._tasks.popleft()
+            if not self._tasks:
+                raise StopIteration
+            w, index = self._tasks.popleft()
+            worker = self._workers[w]
+            try:
+                with worker.running():
+                    data = worker.fetcher.fetch(index)
+            except StopIteration:
+                if not self._iterable:
+                    raise
+                self._active[w] = False
+                self._put_index()
+                continue
+            self._put_index()
+            return data
