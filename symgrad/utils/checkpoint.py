@@ -7,7 +7,8 @@ recomputes the function from the saved inputs (with the forward's random state, 
 asks) and backpropagates through the recomputation, so parameters used inside get their gradients then;
 inputs that don't require grad give an output that doesn't either. ``use_reentrant=False`` computes the
 function normally: the graph holds its intermediate values (no memory is saved, which is the only difference
-from torch's recomputation), so ``autograd.grad`` and keyword arguments work as in torch.
+from torch's recomputation), so ``autograd.grad`` and keyword arguments work as in torch. While tracing
+(``sg.compile``, ``sg.grad``, ``sg.func`` transforms) both compute the function normally.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..autograd.function import Function
+from ..core import context as _trace
 from ..eager.autograd import backward as _backward
+from ..eager.base import is_traced
 from ..eager.grad_mode import enable_grad, no_grad
 from ..eager.random import fork_rng, get_rng_state, set_rng_state
 from ..eager.tensor import Tensor
@@ -96,8 +99,9 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
     if use_reentrant:
         if context_fn is not None or debug is not False:
             raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
-        return CheckpointFunction.apply(function, preserve, *args)
-    return function(*args, **kwargs)
+        if _trace.active is None and not any(is_traced(a) for a in args):
+            return CheckpointFunction.apply(function, preserve, *args)
+    return function(*args, **kwargs)  # non-reentrant, or traced (sg.compile, sg.grad, func transforms): plain
 
 
 def checkpoint_sequential(functions: Any, segments: int, input: Any, use_reentrant: bool | None = None,  # noqa: A002

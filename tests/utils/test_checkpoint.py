@@ -154,3 +154,18 @@ def test_same_bits_as_without_checkpoint(use_reentrant):
     plain_run = run(lambda m, x: m(x))
     checked = run(lambda m, x: sckpt.checkpoint(m, x, use_reentrant=use_reentrant))
     assert checked[0][:3] == plain_run[0][:3] and checked[1:] == plain_run[1:]
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_traced_checkpoint_is_the_function(use_reentrant):
+    """Under sg.grad / sg.func.grad / sg.compile the checkpoint computes its function (no recomputation)."""
+    def body(v):
+        return (v.sin() * v).sum()
+
+    def f(x):
+        return sckpt.checkpoint(body, x, use_reentrant=use_reentrant)
+
+    x = sg.tensor([1.0, 2.0, -0.5], dtype=sg.float64)
+    assert sg.grad(f)(x).tolist() == sg.grad(body)(x).tolist()
+    assert sg.func.grad(f)(x).tolist() == sg.func.grad(body)(x).tolist()
+    assert sg.compile(f)(x).item() == body(x).item()
