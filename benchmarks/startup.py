@@ -24,6 +24,10 @@ Workloads (the benchmarks' W1, W2, W3):
 W1 ``mean(3*(x+2)**2)`` wrt x; W2 ``sum(sin(x)*exp(-y**2) + log1p(x**2)*tanh(y))`` wrt x and y;
 W3 Rosenbrock ``sum(100*(x[1:]-x[:-1]**2)**2 + (1-x[:-1])**2)`` wrt x.
 
+``--bytecode``: symgrad imported from a byte-compiled copy of the package (a checkout run with
+``PYTHONDONTWRITEBYTECODE``, as the development machine is, compiles every module of symgrad at each import, where
+jax's and torch's installed files are byte-compiled).
+
 ``--quick``: W2 at every case and W1, W3 at n = 10⁶, K = 20 only, 3 repetitions (65 processes: 11 minutes on
 the shared 2-core development machine at load average 6).
 No time is asserted; the closing lines compare the figures with the targets of issue 16.
@@ -57,7 +61,7 @@ def _inputs(np, workload: str, n: int) -> tuple:
 
 
 def _symgrad(workload: str):
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, os.environ.get("SYMGRAD_BENCH_ROOT") or str(ROOT))
     import symgrad as sg
 
     def w1(x):
@@ -182,6 +186,9 @@ def main(argv=None) -> None:
     ap.add_argument("--reps", type=int, default=5, help="processes per figure (median; at least 3)")
     ap.add_argument("--workloads", default="W1,W2,W3")
     ap.add_argument("--cases", default="1000:1,1000:20,1000000:20", help="comma-separated n:K")
+    ap.add_argument("--bytecode", action="store_true",
+                    help="symgrad as installed: a byte-compiled copy of symgrad/ and codegen/ (as pip leaves it, "
+                         "and as jax and torch are), for a checkout run under PYTHONDONTWRITEBYTECODE")
     args = ap.parse_args(argv)
     if args.child:
         lib, workload, n, k = args.child
@@ -200,6 +207,14 @@ def main(argv=None) -> None:
             print(f"  {lib}: not importable, column skipped")
     tmp = Path(tempfile.mkdtemp(prefix="symgrad-startup-"))
     warm = str(tmp / "warm")
+    if args.bytecode:
+        lib = tmp / "lib"
+        for pkg in ("symgrad", "codegen"):
+            shutil.copytree(ROOT / pkg, lib / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash", str(lib)],
+                       check=True, capture_output=True)
+        os.environ["SYMGRAD_BENCH_ROOT"] = str(lib)
+        print(f"  symgrad byte-compiled ({lib})")
     try:
         for w, n in dict.fromkeys((w, n) for w, n, _ in plan):   # fill the warm cache, untimed
             run_child("symgrad", w, n, 3, warm, {"SYMGRAD_COMPILE": "sync"})
