@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..compiler.tracing import Tracer
+from ..core.errors import TracingError
 from ..eager.composite import _named
 from ..eager.tensor import Tensor
 
@@ -94,6 +96,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         raise RuntimeError(f"{'running_mean' if running_mean is None else 'running_var'} must be defined in "
                            "evaluation mode")
     nd = input.ndim
+    if training and (running_mean is not None or running_var is not None) and isinstance(input, Tracer):
+        raise TracingError("batch_norm in training mode updates running_mean / running_var in place, which a compiled "
+                           "function cannot do: call the module's .eval() (running statistics), build it with "
+                           "track_running_stats=False (batch statistics), or run this step eagerly")
     if training:
         dims = (0,) + tuple(range(2, nd))
         n = math.prod(input.shape[d] for d in dims)

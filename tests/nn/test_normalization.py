@@ -199,3 +199,29 @@ def test_batchnorm_old_checkpoint_and_seeded_model():
                     p -= 0.1 * p.grad
     for (n, sp), (_, tp) in zip(sm.state_dict().items(), tm.state_dict().items()):
         assert_close(sp, tp, what=n)
+
+
+def test_compiled_training_step_matches_eager():
+    """Through ``functional_call`` and ``sg.value_and_grad`` (one call: the numpy tier), the loss and parameter
+    gradients are the eager ones; BatchNorm in training with running statistics refuses to trace."""
+    from symgrad.nn.utils import functional_call
+    sg.manual_seed(0)
+    x, y = sg.tensor(X2[:, :3].astype(np.float32)), sg.tensor(X2[:, 3:].astype(np.float32))
+    layers = [sg.nn.LayerNorm(4), sg.nn.GroupNorm(2, 4), sg.nn.BatchNorm1d(4).eval(),
+              sg.nn.BatchNorm1d(4, track_running_stats=False)]
+    model = sg.nn.Sequential(sg.nn.Linear(3, 4), *layers, sg.nn.Linear(4, 1))
+    params = {k: p.detach().numpy() for k, p in model.named_parameters()}
+
+    def step_loss(p, xb, yb):
+        return sg.nn.functional.mse_loss(functional_call(model, p, (xb,)), yb)
+
+    value, grads = sg.value_and_grad(step_loss)(params, x.numpy(), y.numpy())
+    loss = sg.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    assert_close(value, loss.detach().numpy(), rtol=1e-6)
+    for k, p in model.named_parameters():
+        assert_close(grads[k], p.grad.numpy(), rtol=1e-5, atol=1e-6, what=k)
+    tracked = sg.nn.Sequential(sg.nn.Linear(3, 4), sg.nn.BatchNorm1d(4))
+    tp = {k: p.detach().numpy() for k, p in tracked.named_parameters()}
+    with pytest.raises(sg.TracingError, match="updates running_mean / running_var in place"):
+        sg.value_and_grad(lambda p, xb: functional_call(tracked, p, (xb,)).sum())(tp, x.numpy())

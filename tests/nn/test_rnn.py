@@ -172,3 +172,25 @@ def _o(t, *shape, dtype=None):
 ])
 def test_errors_match_torch(fn):
     assert_same_error(lambda: fn(sg), lambda: fn(torch))
+
+
+def test_compiled_lstm_matches_eager():
+    """The time loop unrolls under ``sg.value_and_grad`` (through ``functional_call``): value and parameter
+    gradients are the eager ones (one call: the numpy tier)."""
+    from symgrad.nn.utils import functional_call
+    sg.manual_seed(1)
+    lstm = sg.nn.LSTM(3, 4, batch_first=True)
+    x = X.astype(np.float32)
+    params = {k: p.detach().numpy() for k, p in lstm.named_parameters()}
+
+    def loss_fn(p, xb):
+        out, (h, c) = functional_call(lstm, p, (xb,))
+        return (out ** 2).sum() + c.sum()
+
+    value, grads = sg.value_and_grad(loss_fn)(params, x)
+    out, (h, c) = lstm(sg.tensor(x))
+    loss = (out ** 2).sum() + c.sum()
+    loss.backward()
+    assert_close(value, loss.detach().numpy(), rtol=1e-6)
+    for k, p in lstm.named_parameters():
+        assert_close(grads[k], p.grad.numpy(), rtol=1e-5, atol=1e-6, what=k)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...compiler.tracing import Tracer
 from ...core import dtypes
 from ...eager import functional
 from ...eager.grad_mode import no_grad
@@ -75,6 +76,8 @@ class _BatchNorm(Module):
         """Batch statistics while training (running ones updated when tracked), running statistics in eval."""
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and isinstance(input, Tracer):
+            N.batch_norm(input, self.running_mean, self.running_var, training=True)  # raises its TracingError
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():
                 self.num_batches_tracked.add_(1)
