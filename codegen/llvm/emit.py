@@ -21,8 +21,9 @@ The function
 ``define i32 @<name>(...)``: per kernel param, a 0-d value (double / float / i64 / i8) or the address of its
 numpy array object (``id(a)``: the data pointer, flags, rank and dims are read from the object: numpy's
 ``PyArrayObject`` layout, and checked: C-contiguous, the expected rank, dims and dtype descriptor); then per array
-output the address of the array to write it into (allocated by the caller). 0-d outputs are written to the
-module's globals ``@out<k>``. Returns 0, or 1 when an argument fails its check (the caller converts and retries).
+output the address of the array to write it into (allocated by the caller); then, where there are 0-d outputs, a
+pointer to doubles (float outputs) and one to int64s (int and bool outputs), one slot each. Returns 0, or 1 when an
+argument fails its check (the caller converts and retries).
 """
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ def operands(st: Any) -> list[str]:
 @dataclass
 class _Outputs:
     arrays: dict = field(default_factory=dict)    # output position -> the array's data pointer (LLVM value)
-    scalars: dict = field(default_factory=dict)   # output position -> global name
+    scalars: dict = field(default_factory=dict)   # output position -> ("f" | "i", slot)
 
 
 class Emitter:
@@ -837,11 +838,11 @@ class Emitter:
             if kind == "array":
                 head.append(f"i64 %o{j}")
                 checks.append((f"%o{j}", shape, dtype, True))
-            elif kind == "scalar":
-                g = f"@out{j}"
-                t = storage(dtype)
-                self.globs.append(f"{g} = global {t} {const(0, 'i64') if t in ('i64', 'i8') else fconst(0.0)}")
-                self.outs.scalars[j] = g
+            elif kind == "scalar":     # a slot of the caller's per-thread double / int64 array
+                group = "f" if dtype.startswith("float") else "i"
+                self.outs.scalars[j] = (group, sum(1 for g, _ in self.outs.scalars.values() if g == group))
+        groups = {g for g, _ in self.outs.scalars.values()}
+        head += [f"ptr %s{g}" for g in ("f", "i") if g in groups]
         # argument checks, then the data pointers
         bad = f.label("bad")
         for _n, (obj, shape, dtype, out) in enumerate(checks):
@@ -900,9 +901,12 @@ class Emitter:
             if spec[3] == "array":
                 self.outs.arrays[j] = ptrs[f"%o{j}"]
         outs = self.walk(k, inputs)
-        for j, ((_name, _shape, dtype, kind), v) in enumerate(zip(specs, outs)):
+        for j, ((_name, _shape, _dtype, kind), v) in enumerate(zip(specs, outs)):
             if kind == "scalar":
-                self.store(self.outs.scalars[j], dtype, 0, self.elements(v)[0])
+                group, slot = self.outs.scalars[j]
+                x = self.val(self.elements(v)[0])
+                self.store(f"%s{group}", "float64" if group == "f" else "int64", slot,
+                           self.bind(self.lines.convert(x, "double" if group == "f" else "i64")))
             elif kind == "array" and j not in self.direct:
                 if isinstance(v, Buf) and v.ptr == self.outs.arrays[j]:
                     continue
@@ -918,7 +922,7 @@ class Emitter:
             raise ir.Unsupported(f"llvm: {count} instructions")
         text = f.text(f"define i32 @{k.name}({', '.join(head)})")
         module = "\n".join([*self.globs, *self.decls.values(), "", text]) + "\n"
-        return Module(k.name, module, args, specs, self.out_params)
+        return Module(k.name, module, args, specs, self.out_params, dict(self.outs.scalars))
 
     def output_specs(self) -> list[tuple]:
         """Per output: (name, shape, dtype, kind) with kind "param" (returned as given), "literal", "scalar" (0-d) or
@@ -959,6 +963,7 @@ class Module:
     args: list
     outputs: list
     out_params: tuple
+    slots: dict = field(default_factory=dict)     # 0-d output position -> ("f" | "i", index in that array)
 
 
 def emit_llvm(kernel: ir.Kernel, out_params: tuple[int, ...] = ()) -> Module:

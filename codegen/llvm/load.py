@@ -4,8 +4,8 @@ Python scalars, other outputs fresh arrays, a param returned as given; with ``ou
 written into the extra arguments).
 
 The caller passes ``id(a)`` of each array (the kernel reads the data pointer and checks the layout) through a
-``ctypes.PYFUNCTYPE`` prototype (the GIL stays held: the 0-d outputs live in the module's globals); a call whose
-arguments fail the kernel's check is retried once with C-contiguous copies of the right dtype.
+``ctypes.PYFUNCTYPE`` prototype (the GIL stays held); the 0-d outputs come back in slots of per-thread ctypes arrays.
+A call whose arguments fail the kernel's check is retried once with C-contiguous copies of the right dtype.
 """
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ _state: dict[str, Any] = {}
 _serial = itertools.count()
 _CTYPES = {"double": ctypes.c_double, "float": ctypes.c_float, "i64": ctypes.c_int64, "i8": ctypes.c_uint8,
            "obj": ctypes.c_int64}
-_RESULT = {"float64": ctypes.c_double, "float32": ctypes.c_float, "int64": ctypes.c_int64, "bool": ctypes.c_bool}
 
 
 def _init() -> Any:
@@ -68,7 +67,7 @@ def compile_module(mod: Module) -> Callable:
     with _lock:
         llvm = _init()
         tag = f"sg{next(_serial)}"
-        text = mod.text.replace(f"@{mod.name}(", f"@{tag}(").replace("@out", f"@{tag}_out")
+        text = mod.text.replace(f"@{mod.name}(", f"@{tag}(")
         for sym in sorted(_lines.LIBM & set(_called(text))):
             if not llvm.address_of_symbol(sym):
                 raise Unsupported(f"llvm: the libm function {sym} is not in this process")
@@ -88,19 +87,30 @@ def compile_module(mod: Module) -> Callable:
         ee.finalize_object()
         _state["modules"].append(m)
         addr = ee.get_function_address(tag)
-        results = {j: _RESULT[dtype].from_address(ee.get_global_value_address(f"{tag}_out{j}"))
-                   for j, (_, _, dtype, kind) in enumerate(mod.outputs) if kind == "scalar"}
+    groups = sorted({g for g, _ in mod.slots.values()})
     proto = ctypes.PYFUNCTYPE(ctypes.c_int32, *([_CTYPES[kind] for _, kind in mod.args]
-                                                + [ctypes.c_int64] * sum(1 for o in mod.outputs if o[3] == "array")))
+                                                + [ctypes.c_int64] * sum(1 for o in mod.outputs if o[3] == "array")
+                                                + [ctypes.c_void_p] * len(groups)))
     cfunc = proto(addr)
-    return _caller(mod, cfunc, results)
+    return _caller(mod, cfunc)
 
 
 def _called(text: str) -> list[str]:
     return [line.split("@", 1)[1].split("(", 1)[0] for line in text.splitlines() if line.startswith("declare")]
 
 
-def _caller(mod: Module, cfunc: Any, results: dict) -> Callable:
+def _slot_arrays(mod: Module) -> Callable[[], tuple]:
+    """A new thread's arrays for the 0-d outputs (doubles, int64s) and their addresses."""
+    counts = {g: sum(1 for x, _ in mod.slots.values() if x == g) for g in ("f", "i")}
+
+    def make() -> tuple:
+        f = (ctypes.c_double * max(counts["f"], 1))()
+        i = (ctypes.c_int64 * max(counts["i"], 1))()
+        return f, i, ctypes.addressof(f), ctypes.addressof(i)
+    return make
+
+
+def _caller(mod: Module, cfunc: Any) -> Callable:
     params = [q for q, _ in mod.args]
     names = [f"a{j}" for j in range(len(params))]
     extra = [f"b{j}" for j in range(len(mod.out_params))]
@@ -117,8 +127,9 @@ def _caller(mod: Module, cfunc: Any, results: dict) -> Callable:
             ns[f"_l{j}"] = _literal_value(name)
             ret.append(f"_l{j}")
         elif kind == "scalar":
-            ns[f"_r{j}"] = results[j]
-            ret.append(f"_r{j}.value")
+            group, slot = mod.slots[j]
+            x = f"s{group}[{slot}]"
+            ret.append(x if group == "f" else f"_bool({x})" if dtype in ("bool", "bool_") else x)
         else:
             if j in by_out:
                 o = by_out[j]
@@ -128,6 +139,12 @@ def _caller(mod: Module, cfunc: Any, results: dict) -> Callable:
                 body.append(f"    {o} = _empty({tuple(shape)!r}, _d{j})")
             call.append(f"_id({o})")
             ret.append(o)
+    groups = sorted({g for g, _ in mod.slots.values()})
+    if groups:                  # per-thread slots: a call from another thread cannot overwrite this call's results
+        ns["_tl"], ns["_new"] = threading.local(), _slot_arrays(mod)
+        body += ["    try:", "        sf, si, pf, pi = _tl.s", "    except AttributeError:",
+                 "        sf, si, pf, pi = _tl.s = _new()"]
+        call += [f"p{g}" for g in groups]
     allargs = names + extra
     ns["_slow"] = lambda *a: _retry(mod, cfunc, run, a)
     src = (f"def run({', '.join(allargs)}):\n" + "\n".join(body) + ("\n" if body else "")
