@@ -318,6 +318,20 @@ from .eager.more_ops import (
     vstack,
 )
 from .eager.more_ops import __all__ as _more_ops_all  # noqa: E402
+from .eager.linalg_ops import (  # noqa: E402  (torch's top-level linear algebra)
+    block_diag,
+    cholesky_inverse,
+    cholesky_solve,
+    det,
+    diag_embed,
+    inverse,
+    logdet,
+    matrix_exp,
+    matrix_power,
+    pinverse,
+)
+from .eager.linalg_ops import top_cholesky as cholesky  # noqa: E402
+from .eager.linalg_ops import top_slogdet as slogdet  # noqa: E402
 
 from . import autograd, backends, cuda, distributions, func, linalg, nn, ops, optim, random, special, utils  # noqa: E402  (the namespaces)
 from .eager import return_types  # noqa: E402
@@ -625,3 +639,5 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += [*_more_ops_all, "distributions", "special"]  # eager/more_ops.py, sg.special
+__all__ += ["block_diag", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "diag_embed", "inverse", "logdet",
+            "matrix_exp", "matrix_power", "pinverse", "slogdet"]  # eager/linalg_ops.py

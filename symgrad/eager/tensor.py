@@ -6,6 +6,7 @@ in ``eager/methods/``. Ops return this class (``concrete=True``); ``compiler.tra
 from __future__ import annotations
 
 from .base import Size, TensorBase  # noqa: F401  (Size: torch.Size)
+from .linalg_ops import LinalgMethods
 from .methods.autograd import AutogradMethods
 from .methods.convert import ConversionMethods
 from .methods.inplace import InPlaceMethods
@@ -18,7 +19,7 @@ from .more_ops import MoreMethods
 
 
 class Tensor(AutogradMethods, ConversionMethods, MathMethods, TorchMathMethods, ReductionMethods, ShapeMethods,
-             SelectionMethods, InPlaceMethods, RandomMethods, MoreMethods, TensorBase, concrete=True):
+             SelectionMethods, InPlaceMethods, RandomMethods, MoreMethods, LinalgMethods, TensorBase, concrete=True):
     """A multi-dimensional array that records the operations applied to it.
 
     >>> import symgrad as sg
