@@ -118,7 +118,8 @@ def worker_scenario(T: Any, D: Any) -> list:
 
         def __getitem__(self, i):
             info = D.get_worker_info()
-            return T.rand(1) + i, random.random(), float(np.random.rand()), info.id, info.seed, self.tag
+            crop = T.randint(high=100, size=(2,))  # the keyword spelling of randint, as augmentations write it
+            return T.rand(1) + i, crop, random.random(), float(np.random.rand()), info.id, info.seed, self.tag
 
     class Range(D.IterableDataset):
         def __init__(self, start, end):
@@ -163,7 +164,7 @@ def test_workers_are_torchs_workers():
         random.setstate(saved[0])
         np.random.set_state(saved[1])
     first_batch = out[1][0][1][0][1]
-    assert first_batch[3][3] == [0, 0, 0] and [t[3] for t in first_batch[5][1]] == [[0] * 3, [2] * 3, [True] * 3]
+    assert first_batch[4][3] == [0, 0, 0] and [t[3] for t in first_batch[6][1]] == [[0] * 3, [2] * 3, [True] * 3]
     assert out[1][2][1][3] is None  # worker_init_fn tagged the workers' copies, not the dataset
 
 
