@@ -114,4 +114,4 @@ from .divergence import kl_div  # noqa: E402, F401
 from .layers import *  # noqa: E402, F401, F403  (linear, dropout, normalize, ...: symgrad/nn/layers.py)
 from .losses import *  # noqa: E402, F401, F403  (mse_loss, cross_entropy, ...: symgrad/nn/losses.py)
 from .modules.sparse import embedding  # noqa: E402, F401
-from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402, F401
+from .normalization import batch_norm, group_norm, layer_norm, rms_norm  # noqa: E402, F401

@@ -17,7 +17,7 @@ from ..core.errors import TracingError
 from ..eager.composite import _named
 from ..eager.tensor import Tensor
 
-__all__ = ["layer_norm", "batch_norm", "group_norm"]
+__all__ = ["layer_norm", "rms_norm", "batch_norm", "group_norm"]
 
 
 def _need(name: str, x: Any) -> None:
@@ -54,6 +54,26 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Ten
     if bias is not None:
         out = out + bias
     return _named(out, "NativeLayerNormBackward0")
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,  # noqa: A002
+             eps: float | None = None) -> Tensor:
+    """``x * rsqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape`` dims (torch's composite;
+    ``eps`` None: the dtype's machine epsilon)."""
+    _need("rms_norm", input)
+    shape = [int(normalized_shape)] if isinstance(normalized_shape, int) else [int(s) for s in normalized_shape]
+    k = len(shape)
+    if k == 0 or input.ndim < k or list(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape [*{', '.join(map(str, shape))}]"
+                           f", but got input of size{list(input.shape)}")
+    if weight is not None and list(weight.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {shape}")
+    if eps is None:
+        eps = float(np.finfo(input.dtype.np).eps)
+    dims = tuple(range(input.ndim - k, input.ndim))
+    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
 
 
 def _verify_batch_size(size: Sequence[int]) -> None:

@@ -1,4 +1,4 @@
-"""``LayerNorm`` / ``GroupNorm`` / ``BatchNorm1d-3d`` and ``F.layer_norm`` / ``F.group_norm`` / ``F.batch_norm``
+"""``LayerNorm`` / ``RMSNorm`` / ``GroupNorm`` / ``BatchNorm1d-3d`` and their functional forms
 against torch 2.13: outputs, grad_fn names, input and parameter gradients (float64 to rtol 1e-12, float32 to the
 conftest tolerance: torch's CPU kernels sum the moments in another order), running statistics and
 ``num_batches_tracked`` through training and eval steps, reprs and ``state_dict``."""
@@ -57,6 +57,9 @@ LN_CASES = [
     ("LayerNorm 2 dims", lambda nn: nn.LayerNorm([6, 5], eps=1e-3), X3),
     ("LayerNorm no affine", lambda nn: nn.LayerNorm(4, elementwise_affine=False), X2),
     ("LayerNorm no bias", lambda nn: nn.LayerNorm((3, 2), bias=False), X4),
+    ("RMSNorm", lambda nn: nn.RMSNorm(5), X3),
+    ("RMSNorm 2 dims eps", lambda nn: nn.RMSNorm([6, 5], eps=1e-3), X3),
+    ("RMSNorm no affine", lambda nn: nn.RMSNorm(4, elementwise_affine=False), X2),
     ("GroupNorm", lambda nn: nn.GroupNorm(2, 4), X4),
     ("GroupNorm 3-d", lambda nn: nn.GroupNorm(3, 6, eps=1e-3), X3),
     ("GroupNorm no affine", lambda nn: nn.GroupNorm(1, 6, affine=False), X3),
@@ -159,6 +162,8 @@ def _x(t, shape):
 @pytest.mark.parametrize("fn", [
     lambda t: t.nn.functional.layer_norm(_x(t, (4, 3, 5)), (6,)),
     lambda t: t.nn.functional.layer_norm(_x(t, (4, 3, 5)), (3, 5), weight=t.ones(4)),
+    lambda t: t.nn.functional.rms_norm(_x(t, (4, 3, 5)), (4, 5)),
+    lambda t: t.nn.functional.rms_norm(_x(t, (4, 3, 5)), (5,), weight=t.ones(4)),
     lambda t: t.nn.functional.group_norm(_x(t, (4, 3, 5)), 2),
     lambda t: t.nn.functional.group_norm(_x(t, (3,)), 1),
     lambda t: t.nn.functional.batch_norm(_x(t, (1, 3)), None, None, training=True),
@@ -168,8 +173,8 @@ def _x(t, shape):
     lambda t: t.nn.BatchNorm1d(3)(_x(t, (2, 3, 4, 5))),
     lambda t: t.nn.BatchNorm2d(3)(_x(t, (2, 3, 4))),
     lambda t: t.nn.GroupNorm(2, 3),
-], ids=["ln shape", "ln weight", "gn groups", "gn 1-d", "bn batch 1", "bn eval no stats", "bn stats size",
-        "bn eps", "bn1d dims", "bn2d dims", "gn module"])
+], ids=["ln shape", "ln weight", "rms shape", "rms weight", "gn groups", "gn 1-d", "bn batch 1", "bn eval no stats",
+        "bn stats size", "bn eps", "bn1d dims", "bn2d dims", "gn module"])
 def test_errors_match_torch(fn):
     assert_same_error(lambda: fn(sg), lambda: fn(torch))
 

@@ -34,7 +34,7 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module
-from .normalization import GroupNorm, LayerNorm
+from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 
@@ -42,6 +42,6 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "Linear", "Bilinear", "Flatten", "Unflatten", "Embedding", "Dropout", "ReLU", "Sigmoid", "Tanh",
            "Softmax", "LogSoftmax", "Softplus", "SiLU", "GELU", "ELU", "LeakyReLU", "LogSigmoid", "Hardtanh",
            "ReLU6", "Mish", "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
-           "NLLLoss", "CrossEntropyLoss", "KLDivLoss", "LayerNorm", "GroupNorm", "BatchNorm1d",
+           "NLLLoss", "CrossEntropyLoss", "KLDivLoss", "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d",
            "BatchNorm2d", "BatchNorm3d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
            "GRUCell"]
