@@ -75,6 +75,7 @@ CASES = [
     ("LSTM 2 layers batch_first", lambda nn: nn.LSTM(3, 4, 2, batch_first=True), [X]),
     ("LSTM bidirectional", lambda nn: nn.LSTM(3, 4, bidirectional=True), [X, H[2], H[2] * 0.3]),
     ("LSTM proj", lambda nn: nn.LSTM(3, 4, proj_size=2), [X, H[1][..., :2], H[1]]),
+    ("LSTM proj bidirectional 2 layers", lambda nn: nn.LSTM(3, 4, 2, bidirectional=True, proj_size=3), [X]),
     ("RNN unbatched", lambda nn: nn.RNN(3, 4), [X[:, 0], H[1][:, 0]]),
     ("LSTM unbatched", lambda nn: nn.LSTM(3, 4, batch_first=True), [X[:, 0], H[1][:, 0], H[1][:, 1]]),
 ]
