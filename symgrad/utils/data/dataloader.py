@@ -221,7 +221,7 @@ class DataLoader(Generic[T_co]):
 def _tensor_rows(dataset: Any, index: list) -> list[Tensor] | None:
     """``default_collate([dataset[i] for i in index])`` for a ``TensorDataset`` (or a ``Subset`` of one) of tensors
     without a graph, gathered by one numpy take per tensor instead of a getitem per sample and a stack (the same
-    values, dtypes and fresh contiguous tensors); None where that does not apply."""
+    values and dtypes, in fresh contiguous tensors as torch's stack makes); None where that does not apply."""
     if type(dataset) is Subset and type(dataset.dataset) is TensorDataset:
         try:
             index = [dataset.indices[i] for i in index]
@@ -238,7 +238,7 @@ def _tensor_rows(dataset: Any, index: list) -> list[Tensor] | None:
     rows = np.array(index, dtype=np.int64)
     if rows.min() < 0 or rows.max() >= tensors[0].shape[0]:
         return None
-    return [make_tensor(t._data[rows]) for t in tensors]
+    return [make_tensor(np.ascontiguousarray(t._data[rows])) for t in tensors]  # contiguous, as torch.stack
 
 
 class _Fetcher:
