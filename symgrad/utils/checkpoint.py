@@ -8,7 +8,10 @@ asks) and backpropagates through the recomputation, so parameters used inside ge
 inputs that don't require grad give an output that doesn't either. ``use_reentrant=False`` computes the
 function normally: the graph holds its intermediate values (no memory is saved, which is the only difference
 from torch's recomputation), so ``autograd.grad`` and keyword arguments work as in torch. While tracing
-(``sg.compile``, ``sg.grad``, ``sg.func`` transforms) both compute the function normally.
+(``sg.compile``, ``sg.grad``, ``sg.func`` transforms) both compute the function normally. Not reproduced:
+``use_reentrant=False`` with ``preserve_rng_state=False`` and random ops inside (torch's recomputation then
+draws new numbers; here the forward's are kept), and torch's error for ``autograd.grad`` through a reentrant
+checkpoint (here it works, and the parameters inside get ``.grad`` as from ``backward``).
 """
 from __future__ import annotations
 

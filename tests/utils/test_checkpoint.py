@@ -169,3 +169,14 @@ def test_traced_checkpoint_is_the_function(use_reentrant):
     assert sg.grad(f)(x).tolist() == sg.grad(body)(x).tolist()
     assert sg.func.grad(f)(x).tolist() == sg.func.grad(body)(x).tolist()
     assert sg.compile(f)(x).item() == body(x).item()
+
+
+def test_reentrant_without_preserving_the_random_state():
+    """preserve_rng_state=False: the recomputation draws a new dropout mask from the stream, as torch's does."""
+    def run(T, C):
+        model = block(T)
+        x = T.randn(5, 3, requires_grad=True)
+        y = C.checkpoint(model, x, use_reentrant=True, preserve_rng_state=False)
+        y.sum().backward()
+        return y, grads(T, model, x), T.randn(2)
+    same(run)
