@@ -20,10 +20,10 @@ The function
 ------------
 ``define i32 @<name>(...)``: per kernel param, a 0-d value (double / float / i64 / i8) or the address of its
 numpy array object (``id(a)``: the data pointer, flags, rank and dims are read from the object: numpy's
-``PyArrayObject`` layout, and checked: C-contiguous, the expected rank, dims and dtype descriptor); then per array
-output the address of the array to write it into (allocated by the caller); then, where there are 0-d outputs, a
-pointer to doubles (float outputs) and one to int64s (int and bool outputs), one slot each. Returns 0, or 1 when an
-argument fails its check (the caller converts and retries).
+``PyArrayObject`` layout, and checked: C-contiguous, the expected rank, dims and dtype number, not big-endian);
+then per array output the address of the array to write it into (allocated by the caller); then, where there are
+0-d outputs, a pointer to doubles (float outputs) and one to int64s (int and bool outputs), one slot each. Returns 0,
+or 1 when an argument fails its check (the caller converts and retries).
 """
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ SCALAR_LIMIT = scalar.SCALAR_LIMIT
 #: the most LLVM instructions a module may have (compile time stays in milliseconds)
 MAX_INSTRUCTIONS = 60000
 
-#: numpy's PyArrayObject field offsets (numpy 1.x and 2.x, 64-bit CPython)
+#: numpy's PyArrayObject field offsets, and PyArray_Descr's byteorder and type_num (numpy 1.x and 2.x, 64-bit CPython)
 DATA, NDIM, DIMS, DESCR, FLAGS = 16, 24, 32, 56, 64
+BYTEORDER, TYPE_NUM = 26, 28
 C_CONTIGUOUS, WRITEABLE = 0x1, 0x400
 
 Idx = int | str    # a static index or an LLVM i64 value
@@ -856,8 +857,11 @@ class Emitter:
             nd = f.op(f"load i32, ptr {f.op(f'getelementptr i8, ptr {p}, i64 {NDIM}')}")
             conds.append(f.op(f"icmp eq i32 {nd}, {len(shape)}"))
             ds = f.op(f"load ptr, ptr {f.op(f'getelementptr i8, ptr {p}, i64 {DIMS}')}")
-            de = f.op(f"load i64, ptr {f.op(f'getelementptr i8, ptr {p}, i64 {DESCR}')}")
-            conds.append(f.op(f"icmp eq i64 {de}, {id(np.dtype(dtype))}"))
+            de = f.op(f"load ptr, ptr {f.op(f'getelementptr i8, ptr {p}, i64 {DESCR}')}")
+            num = f.op(f"load i32, ptr {f.op(f'getelementptr i8, ptr {de}, i64 {TYPE_NUM}')}")
+            conds.append(f.op(f"icmp eq i32 {num}, {np.dtype(dtype).num}"))
+            order = f.op(f"load i8, ptr {f.op(f'getelementptr i8, ptr {de}, i64 {BYTEORDER}')}")
+            conds.append(f.op(f"icmp ne i8 {order}, {ord('>')}"))
             c = conds[0]
             for x in conds[1:]:
                 c = f.op(f"and i1 {c}, {x}")

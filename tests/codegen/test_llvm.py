@@ -273,6 +273,7 @@ def test_calling_convention_by_hand():
     strided = np.array([1.0, 9.0, -2.0, 9.0])[::2]                 # not contiguous: retried with a copy
     np.testing.assert_array_equal(run(strided, 0.5)[2], want4)
     np.testing.assert_array_equal(run(np.array([1, -2]), np.float64(0.5))[2], want4)   # int64 array: converted
+    np.testing.assert_array_equal(run(x0.astype(">f8"), 0.5)[2], want4)               # big-endian: converted
     with pytest.raises(TypeError, match="shape"):
         run(np.ones(3), 0.5)
     run_out = compile_kernel(_kernel(), out_params=(2,))
