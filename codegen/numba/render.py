@@ -10,7 +10,9 @@ Loops and threads
 -----------------
 An outer loop whose pass has at least ``parallel_threshold`` iterations (concrete sizes at codegen)
 runs as ``numba.prange`` over at most ``PARALLEL_CHUNKS`` contiguous chunks; a full reduction
-then sums a per-chunk partial and adds it to the accumulator (numba's prange reduction). A pass
+then sums a per-chunk partial, and a float one stores it in an array of chunk partials added to
+the accumulator in chunk order after the loop (an integer one uses numba's prange reduction), so the
+result does not depend on the number of threads (``codegen.threads`` runs a kernel on one or all). A pass
 with an integer-array scatter stays serial; one that sums over its outer dim into an array gives
 each chunk a row of a zeroed partial array (``MAX_PARTS`` elements at most), added up after the loop. Smaller
 passes use ``range``.
@@ -605,6 +607,13 @@ class Renderer:
                 shape = ", ".join([nch] + [self.ext(c) if c is not None else "1" for c in v.cls])
                 out.append(f"{pad}{name} = numpy.zeros(({shape}), {np_dtype(v.dtype)})  # per-chunk partial sums")
                 arr_parts[v.arr] = (name, ch)
+            # a float sum's chunk partials go to an array added up in chunk order after the loop, not to
+            # numba's prange reduction (which adds per-thread totals): the result is the same on any
+            # number of threads (codegen.threads may run a kernel on the calling thread alone)
+            ordered = {acc: self.fresh(f"{acc}_chunks") for acc, dt in reds if is_float(dt)}
+            for acc, dt in reds:
+                if acc in ordered:
+                    out.append(f"{pad}{ordered[acc]} = numpy.empty({nch}, {np_dtype(dt)})  # per-chunk partials")
             out.append(f"{pad}for {ch} in numba.prange({nch}):")
             # a vectorised chunk is a function of its own: numba's parfor passes take seconds over the
             # long inlined body, a plain function a fraction of that
@@ -629,7 +638,13 @@ class Renderer:
                 call = self.chunk_function(target, [lo, cnt], rets.rstrip(", "), what)
                 out.append(f"{pad}    {rets}= {call}" if rets else f"{pad}    {call}")
             for acc, _ in reds:
-                out.append(f"{pad}    {acc} += {parts[acc]}")
+                out.append(f"{pad}    {ordered[acc]}[{ch}] = {parts[acc]}" if acc in ordered
+                           else f"{pad}    {acc} += {parts[acc]}")
+            for acc, _ in reds:
+                if acc in ordered:
+                    c = self.fresh(f"c{k}")
+                    out.append(f"{pad}for {c} in range({nch}):")
+                    out.append(f"{pad}    {acc} += {ordered[acc]}[{c}]")
             for v in loop.array_reductions:
                 name = arr_parts[v.arr][0]
                 c = self.fresh(f"c{k}")

@@ -381,6 +381,9 @@ class _Stencil:
                 body.append("    # interior: every guard holds (parallel chunks, unsigned indices)")
                 body.append(f"    ncount = max({self.ext(hi_c - lo)}, 0)")
                 body.append(f"    nchunks = min(ncount, {PARALLEL_CHUNKS})")
+                for kind, name, *_ in roots:   # chunk partials added in chunk order: any number of threads
+                    if kind != "out":
+                        body.append(f"    {name}_chunks = numpy.empty(nchunks, {dt})")
                 body.append("    for chunk in numba.prange(nchunks):")
                 for kind, name, *_ in roots:
                     if kind != "out":
@@ -392,7 +395,11 @@ class _Stencil:
                 self.loop_body(roots, inner, body, "            ", "par", cse_n, parts=True)
                 for kind, name, *_ in roots:
                     if kind != "out":
-                        body.append(f"        {name} += {name}_part")
+                        body.append(f"        {name}_chunks[chunk] = {name}_part")
+                for kind, name, *_ in roots:
+                    if kind != "out":
+                        body.append("    for c in range(nchunks):")
+                        body.append(f"        {name} += {name}_chunks[c]")
             else:
                 body.append("    # interior: every guard holds")
                 body.append(f"    for i0 in range({lo}, {hi}):")

@@ -12,6 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from codegen import threads as _threads
+
 from ..core import dtypes
 from ..core.graph import Node, substitute
 from ..derive.reverse import backward_graph
@@ -45,6 +47,7 @@ class _Entry:
     out: Node
     grads: list[Node | None] = field(default_factory=list)
     tree: Any = None         # how the extra outputs (fn mode's tuple, grad modes' aux) nest; None: there are none
+    runners: dict = field(default_factory=dict)   # id(numba kernel) -> (kernel, what runs it: codegen.threads)
 
     @property
     def fn(self) -> Callable:
@@ -91,6 +94,19 @@ _MISSING = object()     # an argument not given to a generated fast-path __call_
 #: (claims(args) -> bool, run(compiled_function, args, out) -> result), tried in order by ``__call__``
 ARGUMENT_HANDLERS: list[tuple[Callable[[Sequence[Any]], bool], Callable[..., Any]]] = []
 # ----
+
+
+def _runner(e: _Entry, jit: Callable) -> Callable:
+    """What runs the numba kernel ``jit`` of ``e``: a parallel kernel on all threads or on the calling thread
+    alone, whichever has been faster lately (``codegen.threads``); any other kernel as it is."""
+    got = e.runners.get(id(jit))
+    if got is not None and got[0] is jit:
+        return got[1]
+    run = _threads.adaptive(jit, e.prog.jit_source)
+    if run is None:         # its threads are not started yet (before its first call): ask again next call
+        return jit
+    e.runners[id(jit)] = (jit, run)
+    return run
 
 
 def _kernel_args(e: _Entry, names: list[str], call_args: list, ns: dict[str, Any]) -> list[str]:
@@ -355,12 +371,12 @@ class CompiledFunction:
             call_args = [kargs[q.index] for q in e.kernel.params]       # constants stay arrays
             jit = e.prog.kernel_for(call_args)
         if jit is not None:       # numba's kernels raise no floating-point warnings: no errstate needed
-            raw = jit(*call_args)
+            raw = _runner(e, jit)(*call_args)
             if not tensors:
                 if self._fast is None and all_py and all(type(a) is float for a in args):
                     self._install_fast(e, jit, call_args, raw, len(args))
                 elif args and all(type(a) is np.ndarray for a in args):
-                    self._install_fast_arrays(e, jit, args, call_args, raw)
+                    self._install_fast_arrays(e, _runner(e, jit), args, call_args, raw)
         else:
             with np.errstate(all="ignore"):
                 raw = e.fn(arrays)
@@ -428,7 +444,7 @@ class CompiledFunction:
             jit = e.prog.kernel_for(call_args, out_params=range(1, len(e.out_specs)))
         with np.errstate(all="ignore"):
             if jit is not None:
-                raw = jit(*call_args)
+                raw = _runner(e, jit)(*call_args)
             else:
                 raw = e.fn(arrays)
         for buf, r in zip(bufs, raw[1:]):
@@ -471,6 +487,8 @@ class CompiledFunction:
         ns: dict[str, Any] = {"_entry": entry}
         kargs = _kernel_args(e, names, call_args, ns)
         result = self._packed([f"r[{k}]" for k in range(len(e.out_specs))])
+        if result == "r[0], r[1]" and len(e.out_specs) == 2:
+            result = "r"        # the kernel's own pair (value, gradient): nothing to pack
         self._install_call(names, [f"type({n}) is float" for n in names],
                            [f"r = _entry({', '.join(kargs)})", f"return {result}"], ns, "fast path")
 

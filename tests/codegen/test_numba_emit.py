@@ -434,6 +434,28 @@ def test_parallel_kernels_compute_the_same():
         assert "numba.prange(" in _compiled(k, parallel_threshold=1)[2]
 
 
+def test_parallel_kernels_same_on_any_thread_count():
+    """Float sums of prange passes (the general emitter's and the stencil's) add their chunk partials in chunk
+    order: the same bits on one thread as on all (codegen.threads may run a kernel on one)."""
+    import numba
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1.5, 1.5, size=(100_000,))
+    seed = np.asarray(1.0)
+    for kernel in (value_and_grad_kernel(w1, x), value_and_grad_kernel(rosen, x)):
+        _, f_nb, src = _compiled(kernel, parallel_threshold=1)
+        assert "numba.prange(" in src and "_chunks[" in src
+        args = _args(kernel, [x], seed)
+        full = numba.get_num_threads()
+        many = f_nb(*args)
+        numba.set_num_threads(1)
+        try:
+            one = f_nb(*args)
+        finally:
+            numba.set_num_threads(full)
+        assert many[0] == one[0] and all(np.array_equal(a, b) for a, b in zip(many[1:], one[1:]))
+
+
 def test_other_sizes_reuse_the_source():
     kernel = value_and_grad_kernel(w2, np.ones(5), np.ones(5))
     _, f_nb, _ = _compiled(kernel)

@@ -709,6 +709,30 @@ def test_array_fast_path_packs_results_like_the_general_path():
     np.testing.assert_allclose(vg(xs, np.ones(4))[1][0], np.cos(xs))
 
 
+def test_parallel_kernels_run_through_the_thread_choice():
+    """A hot signature whose numba kernel has a prange pass runs it through ``codegen.threads.Adaptive`` (all
+    threads or the calling thread alone, by recent timings) on the array fast path and the general path; both
+    settings give the same bits."""
+    from codegen.threads import FIRST, Adaptive
+
+    vg = sg.value_and_grad(lambda x: (3 * (x + 2) ** 2).mean())
+    x = np.linspace(-1, 1, 1 << 17)
+    vg(x)                       # the first call runs the numpy kernel, the later ones numba's
+    values, grads = set(), []
+    for _ in range(4 * FIRST):
+        v, g = vg(x)
+        values.add(v)
+        grads.append(g)
+    (e,) = vg._entries.values()
+    assert "numba.prange(" in e.prog.jit_source
+    (run,) = [r for _, r in e.runners.values()]
+    assert isinstance(run, Adaptive) and run.calls > FIRST and all(run.samples)   # both settings ran
+    assert next(iter(vg._fast_table.values())).__globals__["_jit"] is run
+    assert len(values) == 1 and all(np.array_equal(g, grads[0]) for g in grads)
+    assert values.pop() == pytest.approx(3 * np.mean((x + 2) ** 2))
+    np.testing.assert_allclose(grads[0], 6 * (x + 2) / x.size)
+
+
 def test_source_shows_the_kernel_that_runs_once_hot():
     vg = sg.value_and_grad(w2, argnums=(0, 1))
     x = np.linspace(0, 1, 5)

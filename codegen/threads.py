@@ -1,0 +1,126 @@
+"""A parallel kernel run on all of numba's threads or on the calling thread alone, whichever has been faster lately.
+
+On a machine whose cores other processes keep busy, a ``prange`` kernel waits for the thread the
+scheduler put aside: on the 2-core development machine at load 7, W1 at 10**6 took 22 ms a call
+(median) on two threads and 0.9 ms on one, where an idle machine gives 0.12 ms on two and 0.24 ms
+on one. ``Adaptive(fn, controls)`` wraps such a kernel: it times every call, runs the setting whose
+last ``WINDOW`` calls have the lower median, and now and then (after ``FIRST`` calls, then at
+doubling intervals up to ``MAX_EVERY`` while the choice holds) runs the other one once to see
+whether the machine changed. One thread is ``set_num_threads(1)`` around the call (numba's setting is
+per calling thread, restored after, also on an exception).
+
+The numba emitter's kernels give the same result on any number of threads (float sums add their
+chunk partials in chunk order, ``render``), so the choice changes no value. ``SYMGRAD_ADAPTIVE_THREADS=0``
+keeps every call on all threads. This module imports neither numba nor symgrad.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: Calls per setting whose median decides.
+WINDOW = 3
+#: The first look at the other setting is after this many calls; the interval doubles while the
+#: choice holds, up to ``MAX_EVERY`` calls, and starts again at ``FIRST`` when it changes.
+FIRST = 4
+MAX_EVERY = 64
+
+Controls = tuple[Callable[[], int], Callable[[int], None]]
+
+
+def enabled() -> bool:
+    """Whether parallel kernels may run on one thread (``SYMGRAD_ADAPTIVE_THREADS``, default on)."""
+    return os.environ.get("SYMGRAD_ADAPTIVE_THREADS", "1").strip() not in ("0", "false", "no", "off")
+
+
+def controls() -> Controls | None:
+    """(get_num_threads, set_num_threads) of the threading layer parallel kernels run on, once started:
+    numba's, or the one ``codegen.numba_object`` started without numba; None when none is started."""
+    par = sys.modules.get("numba.np.ufunc.parallel")
+    if par is not None and getattr(par, "_is_initialized", False):
+        return par._get_num_threads, par._set_num_threads
+    obj = sys.modules.get("codegen.numba_object")
+    runtime = getattr(obj, "_RUNTIME", None) if obj is not None else None
+    if runtime is not None and getattr(runtime, "threads", None):
+        ll = runtime.ll         # the layer's functions, registered with llvmlite when it started them
+        get, put = ll.address_of_symbol("get_num_threads"), ll.address_of_symbol("set_num_threads")
+        if get and put:
+            return ctypes.CFUNCTYPE(ctypes.c_int)(get), ctypes.CFUNCTYPE(None, ctypes.c_int)(put)
+    return None
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+class Adaptive:
+    """``fn`` (a parallel kernel) called on all threads or on one, by the recent timings (module docstring)."""
+
+    __slots__ = ("fn", "get", "put", "clock", "samples", "choice", "calls", "every", "next")
+
+    def __init__(self, fn: Callable[..., Any], controls: Controls,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.fn = fn
+        self.get, self.put = controls
+        self.clock = clock
+        self.samples: tuple[list[float], list[float]] = ([], [])   # seconds: all threads, one thread
+        self.choice = 0                                             # 0: all threads, 1: one
+        self.calls = 0
+        self.every = FIRST
+        self.next = FIRST
+
+    def __call__(self, *args: Any) -> Any:
+        full = self.get()
+        if full <= 1:
+            return self.fn(*args)
+        self.calls += 1
+        look = self.calls >= self.next
+        k = 1 - self.choice if look else self.choice
+        t0 = self.clock()
+        if k:
+            self.put(1)
+            try:
+                r = self.fn(*args)
+            finally:
+                self.put(full)
+        else:
+            r = self.fn(*args)
+        dt = self.clock() - t0
+        s = self.samples[k]
+        s.append(dt)
+        if len(s) > WINDOW:
+            del s[0]
+        if look:
+            self._decide()
+        return r
+
+    def _decide(self) -> None:
+        a, b = self.samples
+        best = self.choice
+        if a and b:
+            best = 0 if _median(a) <= _median(b) else 1
+        if best != self.choice:
+            self.choice, self.every = best, FIRST
+        else:
+            self.every = min(2 * self.every, MAX_EVERY)
+        self.next = self.calls + self.every
+
+    @property
+    def threads(self) -> str:
+        """``"all"`` or ``"one"``: the setting calls run on now (diagnostics)."""
+        return "one" if self.choice else "all"
+
+
+def adaptive(fn: Callable[..., Any], source: str) -> Callable[..., Any] | None:
+    """``fn`` wrapped in ``Adaptive`` when its kernel ``source`` has a ``prange`` loop and adaptivity is on;
+    else ``fn`` itself; None while no threading layer is started (before the kernel's first call: ask again)."""
+    if "numba.prange" not in source or not enabled():
+        return fn
+    c = controls()
+    return None if c is None else Adaptive(fn, c)

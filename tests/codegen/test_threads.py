@@ -1,0 +1,111 @@
+"""codegen.threads: a parallel kernel on all threads or on one, by recent timings (fake clock and controls)."""
+from __future__ import annotations
+
+import pytest
+
+from codegen import threads
+from codegen.threads import FIRST, MAX_EVERY, WINDOW, Adaptive
+
+
+class Machine:
+    """Fake threading controls and clock: a call takes ``cost[threads]`` seconds."""
+
+    def __init__(self, all_threads: int = 2, cost: dict | None = None) -> None:
+        self.full = all_threads
+        self.n = all_threads
+        self.now = 0.0
+        self.cost = cost or {}
+        self.sets: list[int] = []
+        self.ran_on: list[int] = []
+
+    def get(self) -> int:
+        return self.n
+
+    def put(self, n: int) -> None:
+        self.sets.append(n)
+        self.n = n
+
+    def clock(self) -> float:
+        return self.now
+
+    def kernel(self, x: float) -> float:
+        self.ran_on.append(self.n)
+        self.now += self.cost[self.n]
+        return 2 * x
+
+
+def adaptive(m: Machine) -> Adaptive:
+    return Adaptive(m.kernel, (m.get, m.put), clock=m.clock)
+
+
+def test_one_thread_wins_on_a_busy_machine():
+    m = Machine(cost={2: 20e-3, 1: 1e-3})
+    a = adaptive(m)
+    assert [a(1.0) for _ in range(FIRST - 1)] == [2.0] * (FIRST - 1)
+    assert m.ran_on == [2] * (FIRST - 1) and a.threads == "all"
+    a(1.0)                                  # the first look at one thread: faster, it becomes the choice
+    assert m.ran_on[-1] == 1 and a.threads == "one" and m.sets == [1, 2] and m.n == 2
+    for _ in range(20):
+        a(1.0)
+    assert m.ran_on.count(2) < FIRST + 3    # only the looks back at all threads
+    assert m.n == 2                         # the caller's setting restored after every call
+
+
+def test_all_threads_keep_an_idle_machine_and_looks_get_rarer():
+    m = Machine(cost={2: 0.1e-3, 1: 0.2e-3})
+    a = adaptive(m)
+    for _ in range(400):
+        a(1.0)
+    ones = [i for i, n in enumerate(m.ran_on) if n == 1]
+    assert a.threads == "all" and ones[0] == FIRST - 1
+    gaps = [b - a for a, b in zip(ones, ones[1:])]
+    assert gaps == sorted(gaps) and gaps[-1] == MAX_EVERY and len(ones) < 12
+
+
+def test_the_choice_follows_the_machine():
+    m = Machine(cost={2: 0.1e-3, 1: 0.2e-3})
+    a = adaptive(m)
+    for _ in range(100):
+        a(1.0)
+    assert a.threads == "all"
+    m.cost = {2: 20e-3, 1: 1e-3}            # the machine gets busy: all-thread calls slow, seen on every call
+    for _ in range(MAX_EVERY + WINDOW + 2):
+        a(1.0)
+    assert a.threads == "one"
+    m.cost = {2: 0.1e-3, 1: 0.2e-3}         # idle again: the looks back at all threads see it
+    for _ in range(2 * (WINDOW + 1) * FIRST * 4):
+        a(1.0)
+    assert a.threads == "all"
+
+
+def test_thread_count_restored_on_error_and_one_thread_setups_untouched():
+    m = Machine(cost={2: 20e-3, 1: 1e-3})
+
+    def boom(x):
+        m.kernel(x)
+        raise ValueError("bad")
+    a = Adaptive(boom, (m.get, m.put), clock=m.clock)
+    for _ in range(FIRST - 1):
+        with pytest.raises(ValueError):
+            a(1.0)
+    with pytest.raises(ValueError):
+        a(1.0)                              # a look at one thread that raises
+    assert m.ran_on[-1] == 1 and m.n == 2
+    single = Machine(all_threads=1, cost={1: 1e-3})
+    b = adaptive(single)
+    for _ in range(10):
+        assert b(3.0) == 6.0
+    assert single.sets == [] and b.calls == 0
+
+
+def test_adaptive_only_for_parallel_sources(monkeypatch):
+    def f(x):
+        return x
+    assert threads.adaptive(f, "def k(v0):\n    return v0\n") is f
+    monkeypatch.setattr(threads, "controls", lambda: (lambda: 2, lambda n: None))
+    assert isinstance(threads.adaptive(f, "for c in numba.prange(n):"), Adaptive)
+    monkeypatch.setenv("SYMGRAD_ADAPTIVE_THREADS", "0")
+    assert threads.adaptive(f, "for c in numba.prange(n):") is f
+    monkeypatch.delenv("SYMGRAD_ADAPTIVE_THREADS")
+    monkeypatch.setattr(threads, "controls", lambda: None)
+    assert threads.adaptive(f, "for c in numba.prange(n):") is None   # no threads started yet: ask again
