@@ -34,16 +34,11 @@ def _tensors(ts: Tensor | Iterable[Tensor]) -> list[Tensor]:
     return [ts] if isinstance(ts, Tensor) else list(ts)
 
 
-def _check_foreach(foreach: bool | None) -> None:
-    if foreach not in (None, True, False):
-        raise TypeError(f"foreach must be None or a bool, got {foreach!r}")
-
-
 @_no_grad
 def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: bool | None = None) -> Tensor:
-    """The ``norm_type``-norm of all ``tensors`` viewed as one vector (the norm of their norms)."""
-    _check_foreach(foreach)
+    """The ``norm_type``-norm of all ``tensors`` viewed as one vector (the norm of their norms). ``foreach`` is
+    accepted and changes nothing: torch's CPU foreach norm is the per-tensor norm."""
     ts = _tensors(tensors)
     norm_type = float(norm_type)
     if not ts:
@@ -66,7 +61,6 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0, e
 def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, total_norm: Tensor,
                           foreach: bool | None = None) -> None:
     """Scale every ``p.grad`` in place by ``min(max_norm / (total_norm + 1e-6), 1)``."""
-    _check_foreach(foreach)
     grads = [p.grad for p in _tensors(parameters) if p.grad is not None]
     max_norm = float(max_norm)
     if not grads:
@@ -106,7 +100,6 @@ def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_
 @_no_grad
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, foreach: bool | None = None) -> None:
     """Clamp every ``p.grad`` to ``[-clip_value, clip_value]`` in place."""
-    _check_foreach(foreach)
     clip_value = float(clip_value)
     for p in _tensors(parameters):
         if p.grad is not None:

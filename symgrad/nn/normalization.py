@@ -108,7 +108,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
-    c = input.shape[1] if input.ndim > 1 else 1
+    c = input.size(1)  # torch's IndexError for a 1-d input
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")

@@ -171,11 +171,13 @@ def _x(t, shape):
     lambda t: t.nn.functional.batch_norm(_x(t, (2, 3)), None, None),
     lambda t: t.nn.functional.batch_norm(_x(t, (2, 3)), t.zeros(4), t.ones(4)),
     lambda t: t.nn.functional.batch_norm(_x(t, (2, 3)), None, None, training=True, eps=0.0),
+    lambda t: t.nn.functional.batch_norm(_x(t, (3,)), None, None, training=True),
+    lambda t: t.nn.functional.batch_norm(_x(t, (2, 3)), t.zeros(3), t.ones(3), weight=t.ones(4)),
     lambda t: t.nn.BatchNorm1d(3)(_x(t, (2, 3, 4, 5))),
     lambda t: t.nn.BatchNorm2d(3)(_x(t, (2, 3, 4))),
     lambda t: t.nn.GroupNorm(2, 3),
 ], ids=["ln shape", "ln weight", "rms shape", "rms weight", "gn groups", "gn 1-d", "bn batch 1", "bn eval no stats",
-        "bn stats size", "bn eps", "bn1d dims", "bn2d dims", "gn module"])
+        "bn stats size", "bn eps", "bn 1-d", "bn weight size", "bn1d dims", "bn2d dims", "gn module"])
 def test_errors_match_torch(fn):
     assert_same_error(lambda: fn(sg), lambda: fn(torch))
 
