@@ -50,8 +50,20 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    mask = Tensor(_random.dropout_mask(tuple(input.shape), input.dtype.np, p))
+    order = _memory_order(input)      # torch draws the mask in the input's memory order (empty_like keeps strides)
+    shape = tuple(input.shape[d] for d in order)
+    mask = Tensor(np.transpose(_random.dropout_mask(shape, input.dtype.np, p), np.argsort(order)))
     return input.mul_(mask) if inplace else input * mask
+
+
+def _memory_order(t: Tensor) -> tuple[int, ...]:
+    """The dims of an eager tensor from outermost to innermost in memory (its own order unless its buffer is a
+    dense permuted view, as a transpose gives)."""
+    arr = getattr(t, "_data", None)
+    if not isinstance(arr, np.ndarray) or arr.flags.c_contiguous or arr.ndim < 2:
+        return tuple(range(t.ndim))
+    order = tuple(sorted(range(arr.ndim), key=lambda d: (-arr.strides[d], d)))
+    return order if np.transpose(arr, order).flags.c_contiguous else tuple(range(t.ndim))
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:  # noqa: A002

@@ -37,6 +37,14 @@ from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
+from .transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
            "Linear", "Bilinear", "Flatten", "Unflatten", "Embedding", "Dropout", "ReLU", "Sigmoid", "Tanh",
@@ -45,3 +53,10 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "NLLLoss", "CrossEntropyLoss", "KLDivLoss", "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d",
            "BatchNorm2d", "BatchNorm3d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
            "GRUCell"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+            "TransformerEncoder", "TransformerEncoderLayer"]  # modules/transformer.py
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402
+from .pooling import *  # noqa: E402, F403  (pooling, upsampling, pixel shuffle, padding modules)
+from .pooling import __all__ as _pooling_all  # noqa: E402
+
+__all__ += ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", *_pooling_all]
