@@ -154,7 +154,22 @@ def _caller(mod: Module, cfunc: Any) -> Callable:
     run = ns["run"]
     run.llvm_ir = mod.text
     run.__name__ = mod.name
+    # numba's dispatcher interface, as far as callers that look an overload's entry point up use it: the caller is
+    # its own entry point for every argument type (it converts 0-d arguments itself)
+    run.typeof_pyval = type
+    run.overloads = _EveryType(run)
     return run
+
+
+class _EveryType(dict):
+    """``overloads[sig].entry_point`` is the caller, whatever ``sig``."""
+
+    def __init__(self, run: Callable) -> None:
+        super().__init__()
+        self.entry_point = run
+
+    def __missing__(self, key: Any) -> Any:
+        return self
 
 
 _retrying = threading.local()

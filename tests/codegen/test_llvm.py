@@ -293,3 +293,15 @@ def test_unsupported_forms_are_refused():
                      (ir.Scan("t1", scan.body, "v0", None, ("v1",), 5, False, 0, 20, 0, (20,), "float64"),), ("t1",))
     with pytest.raises(ir.Unsupported, match="large carry"):
         emit_llvm(wide)
+
+
+def test_float_arguments_take_the_fast_path():
+    def f(a, x):
+        return sg.fori_loop(0, 50, lambda i, s: s + 0.01 * sg.sin(s * a), x) ** 2
+    g = sg.value_and_grad(f, argnums=(0, 1))
+    first = g(0.7, 0.3)
+    assert g._fast is not None                      # the generated __call__ sends floats straight to the kernel
+    v, (da, dx) = g(0.7, 0.3)
+    assert (v, da, dx) == (first[0], *first[1]) and type(v) is float and type(da) is float
+    want = _numpy_tier(lambda: sg.value_and_grad(f, argnums=(0, 1)), [0.7, 0.3])
+    np.testing.assert_allclose(_flat((v, da, dx)), _flat(want), rtol=1e-12)
