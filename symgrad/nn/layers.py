@@ -13,6 +13,7 @@ from ..eager import random as _random
 from ..eager.composite import _fused, _named
 from ..eager.tensor import Tensor
 from ..ops import A
+from .padding import pad_mode
 
 __all__ = ["linear", "dropout", "normalize", "cosine_similarity", "pad", "one_hot"]
 
@@ -83,11 +84,11 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
-    """Constant padding: ``pad`` gives (before, after) counts from the last dim backwards; negative
-    counts crop."""
+    """Padding (constant; reflect / replicate / circular in ``nn/padding.py``): ``pad`` gives (before, after)
+    counts from the last dim backwards; negative counts crop."""
     _need("pad", "input", input)
     if mode != "constant":
-        raise NotImplementedError(f"pad(): mode '{mode}' is not supported by symgrad yet (only 'constant')")
+        return pad_mode(input, pad, mode, value)  # reflect / replicate / circular: symgrad/nn/padding.py
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError("Padding length must be divisible by 2" if len(pad) % 2 else
                            "Padding length should be less than or equal to two times the input dimension but got "
