@@ -293,15 +293,57 @@ def _arr(x: Any) -> np.ndarray:
     return x._data if isinstance(x, TensorBase) else np.asarray(x)
 
 
+_KINDS = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def _scalar_dtype(e: Any) -> np.dtype | None:
+    """The dtype torch infers for one element of ``torch.tensor``'s data (None: not a number it types)."""
+    if isinstance(e, (np.generic, np.ndarray)):     # before float: numpy's float64 is a Python float
+        return e.dtype if e.dtype.kind in _KINDS else None
+    if isinstance(e, bool):
+        return np.dtype(bool)
+    if isinstance(e, int):
+        return np.dtype(np.int64)
+    if isinstance(e, float):
+        return dtypes.get_default_dtype().np
+    if isinstance(e, TensorBase):
+        return e._data.dtype
+    return None
+
+
+def _infer_dtype(data: Any) -> np.dtype | None:
+    """torch's dtype for ``torch.tensor(data)`` of numbers, numpy scalars and tensors in (nested) sequences: each
+    element's type (a Python float the default dtype, an int int64, a numpy scalar or 0-d tensor its own),
+    promoted as torch promotes (a higher kind wins whatever its size: int64 with float16 is float16); None
+    where numpy's own inference is kept (no numpy scalar or tensor, or something else)."""
+    best: np.dtype | None = None
+    typed = False
+    for e in _flatten(data):
+        d = _scalar_dtype(e)
+        if d is None:
+            return None
+        typed = typed or isinstance(e, (np.generic, np.ndarray, TensorBase))
+        if best is None or _KINDS[d.kind] > _KINDS[best.kind]:
+            best = d
+        elif _KINDS[d.kind] == _KINDS[best.kind]:
+            best = np.promote_types(best, d)
+    return best if typed else None
+
+
 def _to_array(data: Any, dtype: DType | None) -> np.ndarray:
+    inferred = None
+    if dtype is None and isinstance(data, (list, tuple, np.generic)):
+        inferred = _infer_dtype(data if not isinstance(data, np.generic) else [data])
     if isinstance(data, TensorBase):
         arr = data._data
     elif isinstance(data, (list, tuple)) and any(isinstance(d, TensorBase) for d in _flatten(data)):
-        arr = np.array(_unwrap(data))
+        arr = np.array(_unwrap(data), dtype=inferred)
     else:
-        arr = np.array(data)
+        arr = np.array(data, dtype=inferred)
     if dtype is not None:
         return np.array(arr, dtype=dtype.np)
+    if inferred is not None:
+        return arr
     if arr.dtype.kind == "f" and not isinstance(data, np.ndarray) and not _is_np_float(data):
         return arr.astype(dtypes.get_default_dtype().np)
     if arr.dtype.kind in "iu" and not isinstance(data, np.ndarray):
