@@ -15,7 +15,7 @@ from ..eager.basic import cat, where
 from ..eager.composite import _named, bmm
 from ..eager.more_ops import baddbmm
 from ..eager.tensor import Tensor
-from . import functional as F
+from . import layers as F
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
@@ -83,9 +83,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if masked is not None or attn_mask is not None:
         empty = (scores == float("-inf")).all(-1, keepdim=True)     # a row attending nowhere gives 0, not NaN
         zero = make_tensor(np.zeros((), scores.dtype.np))
-        weights = where(empty, zero, F.softmax(where(empty, zero, scores), -1))
+        weights = where(empty, zero, where(empty, zero, scores).softmax(-1))
     else:
-        weights = F.softmax(scores, -1)
+        weights = scores.softmax(-1)
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p, True)
         return weights @ value
@@ -253,7 +253,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
             weights = baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
         else:
             weights = bmm(q_scaled, k.transpose(-2, -1))
-        weights = F.softmax(weights, -1)
+        weights = weights.softmax(-1)
         if dropout_p > 0.0:
             weights = F.dropout(weights, dropout_p)
         out = bmm(weights, v)

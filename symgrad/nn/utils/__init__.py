@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..eager import formula as _formula
-from ..eager.base import make_tensor
-from ..eager.tensor import Tensor
-from .clip_grad import (  # noqa: F401
+from ...eager import formula as _formula
+from ...eager.base import make_tensor
+from ...eager.tensor import Tensor
+from ..clip_grad import (  # noqa: F401
     clip_grad_norm,
     clip_grad_norm_,
     clip_grad_value_,
@@ -32,7 +32,8 @@ from .clip_grad import (  # noqa: F401
     parameters_to_vector,
     vector_to_parameters,
 )
-from .modules.module import Module
+from ..modules.module import Module
+from . import rnn  # noqa: F401  (torch.nn.utils.rnn)
 
 __all__ = ["functional_call", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
