@@ -10,6 +10,7 @@ the adjoint: a matmul, then the ``index_add`` scatter of the columns (overlaps s
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -130,6 +131,9 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, paddi
             if any(s != 1 for s in stride):
                 raise RuntimeError("padding='same' is not supported for strided convolutions")
             pads = [(d * (kk - 1) // 2, d * (kk - 1) - d * (kk - 1) // 2) for d, kk in zip(dilation, k)]
+            if any(b != a for b, a in pads):
+                warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a "
+                              "zero-padded copy of the input be created", stacklevel=3)
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ...eager import functional
+from ...eager.base import Size
 from ...eager.tensor import Tensor
 from .. import conv_ops, init
 from ..layers import pad
@@ -39,12 +40,14 @@ class _ConvNd(Module):
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            valid_padding_strings = {"same", "valid"}  # printed in the set's order, as torch
+            if padding not in valid_padding_strings:
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}")
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
-        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
-            raise ValueError("padding_mode must be one of {'circular', 'zeros', 'reflect', 'replicate'}, but got "
+        valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}  # printed in the set's order, as torch
+        if padding_mode not in valid_padding_modes:
+            raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got "
                              f"padding_mode='{padding_mode}'")
         self.in_channels = in_channels
         self.out_channels = out_channels
@@ -154,7 +157,7 @@ class _ConvTransposeNd(_ConvNd):
         for size, lo, hi in zip(output_size, mins, maxs):
             if size < lo or size > hi:
                 raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {mins} to "
-                                 f"{maxs} (for an input of {input.size()[2:]})")
+                                 f"{maxs} (for an input of {Size(input.shape[2:])})")
         return tuple(output_size[d] - mins[d] for d in range(nd))
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:  # noqa: A002
