@@ -94,6 +94,9 @@ CHILD = "--child" in sys.argv
 # XLA's thread pool on a busy 2-core machine tripled JAX's median (RNN: 7.8 ms against 2.7 ms single-threaded).
 # An XLA_FLAGS of the caller's own is kept.
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+# BLAS on one thread too (symgrad's loop kernels call it for the gemm summing an adjoint's outer products): on a busy
+# machine OpenBLAS's spinning threads took the RNN's median from 1.3 ms to 55 ms
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 if not CHILD:
     # this process's own kernel cache: a fresh temporary folder, removed at exit (children get their own)
     _CACHE = tempfile.mkdtemp(prefix="symgrad-loops-")

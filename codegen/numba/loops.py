@@ -45,6 +45,10 @@ def _scalar_ok(body: ir.Kernel) -> bool:
     return ok is not None and SCALAR and ok(body)
 
 
+#: the pass size from which an array-mode step's transcendentals are ``vmath``'s vectorised ones
+VECTOR_STEP = 32
+
+
 #: whether small steps become inlined scalar code (else every step calls the body's array kernel)
 SCALAR = True
 
@@ -65,7 +69,7 @@ def loop_function(st: ir.Scan, name: str, emit_body: Callable[[ir.Kernel], str])
     # allocated per step for them; an output the step does not allocate, such as a param returned as given,
     # comes back as its own array and is copied the same way)
     n_out = 1 + bool(st.acc_width) + bool(wy)
-    src = emit_body(st.body, out_params=tuple(range(n_out)))
+    src = emit_body(st.body, out_params=tuple(range(n_out)), vector_threshold=VECTOR_STEP)
     # element loops only: numba's slice assignments (``out[3:] = ys.reshape(-1)``) cost seconds of compile
     first = wc - st.acc_width
     lines = [f"{step} = _load_kernel({src!r}, {st.body.name!r}, prefix='numba')[0]", "", "",

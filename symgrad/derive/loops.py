@@ -182,6 +182,7 @@ def adjoint_body(body: Body, need_x: bool, need_p: tuple[bool, ...]) -> Body:
 
     def place(o: Node) -> tuple[str, int]:
         nonlocal y_off
+        o = _flat_root(o)
         if o.id not in placed:
             row = _row_piece(o, xa)
             if row is not None:
@@ -246,13 +247,16 @@ def _pullable(t: Node, shape: tuple[int, ...]) -> bool:
     return r * (n + m) <= PULL_FRACTION * n * m
 
 
-def _row_piece(o: Node, xa: Node) -> int | None:
-    """Where ``o``'s elements (in order) start in the step's input row ``xa``, when ``o`` is a piece of it seen
-    through reshapes and permutes of vectors; else None."""
-    while o.op.name in ("reshape", "permute") and sum(s != 1 for s in o.shape) <= 1:
+def _flat_root(o: Node) -> Node:
+    """The node whose elements, in order, are ``o``'s: ``o`` seen through reshapes and permutes of vectors."""
+    while o.op.name == "reshape" or (o.op.name == "permute" and sum(s != 1 for s in o.shape) <= 1):
         o = o.inputs[0]
-        if sum(s != 1 for s in o.shape) > 1:
-            return None
+    return o
+
+
+def _row_piece(o: Node, xa: Node) -> int | None:
+    """Where the elements of ``o`` (a ``_flat_root``) start in the step's input row ``xa``, when ``o`` is a
+    contiguous piece of it; else None."""
     if o is xa:
         return 0
     if o.op.name == "index" and o.inputs[0] is xa:
