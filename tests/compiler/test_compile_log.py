@@ -60,7 +60,8 @@ def test_compile_lines_and_stats_of_a_compiled_function(log):
     assert after.traces - before.traces == 4 and after.programs - before.programs == 4
     assert after.numba_compiles - before.numba_compiles == 1 and after.tier_switches - before.tier_switches == 1
     for stage in stats.STAGES:
-        assert after.seconds[stage] > before.seconds[stage], stage
+        if stage != "llvm":                              # loop programs only: tests/codegen/test_llvm.py
+            assert after.seconds[stage] > before.seconds[stage], stage
     assert set(after.as_dict()) == {*stats._COUNTS, "seconds"}
 
 
