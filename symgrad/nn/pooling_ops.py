@@ -1,7 +1,7 @@
 """Pooling, upsampling and pixel shuffles as registry-op compositions: ``F.max_pool1d/2d/3d`` (``return_indices``,
 ``ceil_mode``, ``dilation``), ``F.avg_pool1d/2d/3d`` (``count_include_pad``, ``divisor_override``),
 ``F.adaptive_avg_pool1d/2d`` and ``F.adaptive_max_pool1d/2d``, ``F.interpolate`` (nearest, nearest-exact,
-linear / bilinear / trilinear with ``align_corners``, area), ``F.pixel_shuffle`` / ``F.pixel_unshuffle``.
+linear / bilinear / trilinear / bicubic with ``align_corners``, area), ``F.pixel_shuffle`` / ``F.pixel_unshuffle``.
 
 Windows are one static ``index`` node (``conv_ops.windows``) of the input padded with ``-inf`` (max) or zeros
 (average); a max is ``max(dim)`` over the flattened window, whose gradient goes to the first maximum in
@@ -352,6 +352,31 @@ def _linear_weights(n: int, o: int, scale: float | None, align_corners: bool, dt
     return i0, i1, (f(1) - lam1).astype(dtype), lam1.astype(dtype)
 
 
+def _cubic_weights(n: int, o: int, scale: float | None, align_corners: bool, dtype: Any,
+                   ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """torch's bicubic taps (A = -0.75): four clamped indices and their weights per output position."""
+    f = np.float32 if np.dtype(dtype) == np.float32 else np.float64
+    dst = np.arange(o).astype(f)
+    if align_corners:
+        src = (f(n - 1) / f(o - 1) if o > 1 else f(0)) * dst
+    else:
+        sc = f(1.0 / scale) if scale is not None and scale > 0 else f(n) / f(o)
+        src = (sc * (dst + f(0.5)) - f(0.5)).astype(f)  # no clamp at 0 for cubic
+    i0 = np.floor(src).astype(np.int64)
+    t = (src - i0.astype(f)).astype(f)
+    a = f(-0.75)
+
+    def conv1(x: np.ndarray) -> np.ndarray:
+        return (((a + f(2)) * x - (a + f(3))) * x * x + f(1)).astype(f)
+
+    def conv2(x: np.ndarray) -> np.ndarray:
+        return (((a * x - f(5) * a) * x + f(8) * a) * x - f(4) * a).astype(f)
+
+    weights = [conv2(t + f(1)), conv1(t), conv1(f(1) - t), conv2(f(1) - t + f(1))]
+    index = [np.clip(i0 - 1 + j, 0, n - 1) for j in range(4)]
+    return index, [w.astype(dtype) for w in weights]
+
+
 def _along(x: Tensor, d: int, positions: np.ndarray) -> Tensor:
     return _index(x, [_ALL] * d + [_arr(positions)], "IndexBackward0")
 
@@ -360,7 +385,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """``F.interpolate``: nearest / nearest-exact (an index), linear / bilinear / trilinear (two taps per dim,
-    the last dim first, as torch's kernel), area (adaptive average pooling)."""
+    the last dim first, as torch's kernel), bicubic (four taps per dim), area (adaptive average pooling)."""
     _need("interpolate", input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -424,13 +449,22 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
             shape[0] = out_size[j]
             x = _along(x, d, i0) * Tensor(l0.reshape(shape)) + _along(x, d, i1) * Tensor(l1.reshape(shape))
         return _named(x, _LINEAR[mode][1]) if x.requires_grad else x
-    if mode in _LINEAR or mode in ("nearest", "nearest-exact", "area", "bicubic"):
+    if mode == "bicubic" and nd == 2:
+        x = input
+        for j in (1, 0):  # the last dim first, four taps each, added in order (torch's kernel)
+            d = 2 + j
+            index, weights = _cubic_weights(input.shape[d], out_size[j], scales[j], bool(align_corners),
+                                            input.dtype.np)
+            shape = [1] * (nd - j)
+            shape[0] = out_size[j]
+            acc = _along(x, d, index[0]) * Tensor(weights[0].reshape(shape))
+            for i, w in zip(index[1:], weights[1:]):
+                acc = acc + _along(x, d, i) * Tensor(w.reshape(shape))
+            x = acc
+        return _named(x, "UpsampleBicubic2DBackward0") if x.requires_grad else x
+    if mode in _LINEAR and 1 <= nd <= 3:
         expect = {1: "3D", 2: "4D", 3: "5D"}
-        if mode in _LINEAR and 1 <= nd <= 3:
-            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
-                                      f"{expect[_LINEAR[mode][0]]} input")
-        if mode == "bicubic":
-            raise NotImplementedError("interpolate(): mode 'bicubic' is not supported by symgrad")
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {expect[_LINEAR[mode][0]]} input")
     raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
                               f"modes: {_MODES} (got {mode})")
 

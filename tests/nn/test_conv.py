@@ -25,7 +25,7 @@ def _compare(tf, sf, shapes, dtype=np.float64, seed=0, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yt = tf(*ts, **kw)
-    ys = sf(*ss, **kw)
+        ys = sf(*ss, **kw)
     assert tuple(ys.shape) == tuple(yt.shape)
     assert type(ys.grad_fn).__name__ == type(yt.grad_fn).__name__
     g = rng.standard_normal(tuple(yt.shape)).astype(dtype)

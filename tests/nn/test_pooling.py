@@ -85,6 +85,8 @@ def test_avg_pool2d_float32_bitwise(kw):
     ("interpolate", (2, 3, 6, 4), dict(scale_factor=(0.5, 3), mode="bilinear")),
     ("interpolate", (2, 3, 6, 4), dict(size=(5, 7), mode="nearest-exact")),
     ("interpolate", (2, 3, 6, 4), dict(size=(3, 4), mode="area")),
+    ("interpolate", (2, 3, 6, 4), dict(size=(13, 5), mode="bicubic")),
+    ("interpolate", (2, 3, 6, 4), dict(scale_factor=(0.5, 1.7), mode="bicubic", align_corners=True)),
     ("interpolate", (2, 3, 6), dict(scale_factor=2.2, mode="linear")),
     ("interpolate", (1, 2, 3, 4, 3), dict(scale_factor=1.5, mode="trilinear")),
     ("pixel_shuffle", (2, 12, 3, 4), dict(upscale_factor=2)),
@@ -94,7 +96,8 @@ def test_pooling_and_interpolation_float64(name, shape, kw):
     _compare(name, shape, **kw)
 
 
-@pytest.mark.parametrize("kw", [dict(size=(13, 5), mode="bilinear"), dict(scale_factor=2), dict(size=(5, 7))])
+@pytest.mark.parametrize("kw", [dict(size=(13, 5), mode="bilinear"), dict(scale_factor=2), dict(size=(5, 7)),
+                                dict(size=(13, 5), mode="bicubic")])
 def test_interpolate_float32(kw):
     _compare("interpolate", (2, 3, 6, 4), np.float32, **kw)
 
@@ -154,6 +157,7 @@ def _errors(lib, case):
         "interp_align": lambda: nnf.interpolate(x, scale_factor=2, align_corners=True),
         "interp_mode": lambda: nnf.interpolate(x, mode="foo", scale_factor=2),
         "interp_linear_rank": lambda: nnf.interpolate(x, mode="linear", scale_factor=2),
+        "interp_bicubic_rank": lambda: nnf.interpolate(lib.zeros(1, 2, 3), mode="bicubic", scale_factor=2),
         "interp_none": lambda: nnf.interpolate(x),
         "interp_both": lambda: nnf.interpolate(x, size=(2, 3), scale_factor=2),
         "shuffle": lambda: nnf.pixel_shuffle(x, 2),
@@ -172,8 +176,8 @@ def _errors(lib, case):
 @pytest.mark.parametrize("case", [
     "max_rank", "max1d_rank", "max_pad", "max_stride", "max_small", "avg_rank", "avg1d_rank", "avg_pad",
     "avg_small", "adaptive_rank", "adaptive1d_rank", "adaptive_max_rank", "interp_align", "interp_mode",
-    "interp_linear_rank", "interp_none", "interp_both", "shuffle", "pad_size", "pad_reflect", "pad_mode",
-    "pad_value"])
+    "interp_linear_rank", "interp_bicubic_rank", "interp_none", "interp_both", "shuffle", "pad_size",
+    "pad_reflect", "pad_mode", "pad_value"])
 def test_errors_match_torch(case):
     expected = _errors(torch, case)
     assert expected is not None
