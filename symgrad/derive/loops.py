@@ -40,11 +40,6 @@ def columns(x: Node, a: int, b: int) -> Node:
     return apply("index", x, index=(("s", None, None, None), ("s", a, b, None)))
 
 
-def piece_rows(x: Node, a: int, b: int) -> Node:
-    """``x[a:b]`` of a matrix."""
-    return apply("index", x, index=(("s", a, b, None),))
-
-
 def reshape(x: Node, shape: tuple[int, ...]) -> Node:
     return x if x.shape == tuple(shape) else apply("reshape", x, shape=tuple(shape))
 
@@ -97,11 +92,22 @@ def scan_node(inputs: list[Node], body: Body, length: int, reverse: bool, start:
 
 # --------------------------------------------------------------------------- reverse mode
 
+def history_parts(body: Body) -> tuple[bool, bool]:
+    """What a step's history row stores after ``y`` and the carry the step started from: (the carry it made, when
+    the adjoint reads it; the step's ``x``, when the adjoint's input row is then the history row itself: no ``ȳ``
+    to append)."""
+    after = bool(_carry_outputs(body))
+    return after, body.x is not None and body.y is None
+
+
 def history_body(body: Body) -> Body:
-    """The same step, also emitting the carry it started from (after its own ``y``)."""
+    """The same step, also emitting the carry it started from (after its own ``y``), then what ``history_parts``
+    names: the rows the adjoint reads, without a copy of its own to assemble them."""
     if "history" not in body.memo:
         dt = body.new_carry.dtype
-        y = cat([body.y, body.carry], 0, dt) if body.y is not None else body.carry
+        after, with_x = history_parts(body)
+        parts = ([body.y] if body.y is not None else []) + [body.carry] + ([body.new_carry] if after else [])
+        y = cat(parts + ([body.x] if with_x else []), 0, dt)
         body.memo["history"] = Body(body.carry, body.x, body.index, body.consts, body.new_carry, y,
                                     derived=("history", body), names=body.names, label=body.label)
     return body.memo["history"]
@@ -344,23 +350,20 @@ def scan_vjp(node: Node, g: Node) -> tuple[Node | None, ...]:
     wc, wx, wy = body.carry_width, body.x_width, body.y_width
     need_x = xs is not None and xs.requires_grad
     need_p = tuple(bool(p.requires_grad and p.dtype.is_floating_point) for p in consts)
-    hw = wy + wc
     hist = history_node(node)
-    stored = columns(reshape(piece(hist, wc, wc + length * hw), (length, hw)), wy, hw)
+    hw = hist.attr("body").y_width
+    after, with_x = history_parts(body)
+    rows = reshape(piece(hist, wc, wc + length * hw), (length, hw))
     adj = adjoint_body(body, need_x, need_p)
-    parts = [stored]
-    if adj.memo.get("after"):
-        final = reshape(piece(hist, 0, wc), (1, wc))
-        if length > 1:
-            rows = [final, piece_rows(stored, 0, length - 1)] if reverse else [piece_rows(stored, 1, length), final]
-            parts.append(cat(rows, 0, dt))
-        else:
-            parts.append(final)
+    assert adj.memo.get("after") == after
+    parts = [columns(rows, wy, wy + wc)]         # the carry each step started from
+    if after:                                     # and the one it made
+        parts.append(columns(rows, wy + wc, wy + 2 * wc))
     if xs is not None:
-        parts.append(xs)
+        parts.append(columns(rows, hw - wx, hw) if with_x else xs)
     if wy:
         parts.append(reshape(piece(g, wc, wc + length * wy), (length, wy)))
-    xs_a = cat(parts, 1, dt)
+    xs_a = columns(rows, wy, hw) if with_x else cat(parts, 1, dt)
     wp = adj.carry_width - wc
     lam = piece(g, 0, wc)
     init_a = cat([lam, zeros((wp,), dt)], 0, dt) if wp else lam

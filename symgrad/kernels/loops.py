@@ -123,7 +123,8 @@ def _projection(hist: Node, node: Node) -> Node:
     carry = _derive_loops.piece(hist, 0, wc)
     if not wy:
         return carry
-    rows = _derive_loops.reshape(_derive_loops.piece(hist, wc, wc + n * (wy + wc)), (n, wy + wc))
+    hw = hist.attr("body").y_width
+    rows = _derive_loops.reshape(_derive_loops.piece(hist, wc, wc + n * hw), (n, hw))
     ys = _derive_loops.reshape(_derive_loops.columns(rows, 0, wy), (n * wy,))
     return _derive_loops.cat([carry, ys], 0, node.dtype)
 
