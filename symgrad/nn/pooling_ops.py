@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..eager.composite import _ALL, _arr, _index, _named
+from ..eager.base import is_traced
+from ..eager.composite import _ALL, _arr, _index, _named, gather
 from ..eager.tensor import Tensor
 from .conv_ops import _zero_pad, ntuple, strided_taps, strided_windows, windows
 
@@ -67,9 +68,9 @@ def _pool_windows(x: Tensor, nd: int, k: tuple, s: tuple, p: tuple, d: tuple, o:
     return (strided_windows if stacked else strided_taps)(_zero_pad(x, pads, fill), k, o, s, d)
 
 
-def _flat_indices(arg: np.ndarray, nd: int, k: tuple, s: tuple, p: tuple, d: tuple, spatial: tuple,
-                  starts: list[np.ndarray] | None = None) -> Tensor:
-    """torch's pooling indices: each window's argmax as a flat position in its input plane."""
+def _positions(arg: np.ndarray, nd: int, k: tuple, s: tuple, p: tuple, d: tuple, spatial: tuple,
+               starts: list[np.ndarray] | None) -> np.ndarray:
+    """The flat position in the input plane of the window tap ``arg`` (an integer array ending in the window dims)."""
     taps = np.unravel_index(arg, k)
     pos = []
     for j in range(nd):
@@ -80,7 +81,21 @@ def _flat_indices(arg: np.ndarray, nd: int, k: tuple, s: tuple, p: tuple, d: tup
             pos.append(np.clip(start + taps[j] * d[j], 0, spatial[j] - 1))
         else:
             pos.append(np.clip(starts[j].reshape(shape) + taps[j], 0, spatial[j] - 1))
-    return Tensor(np.ravel_multi_index(tuple(pos), spatial).astype(np.int64))
+    return np.ravel_multi_index(tuple(pos), spatial).astype(np.int64)
+
+
+def _flat_indices(arg: Tensor, nd: int, k: tuple, s: tuple, p: tuple, d: tuple, spatial: tuple,
+                  starts: list[np.ndarray] | None = None) -> Tensor:
+    """torch's pooling indices: each window's argmax as a flat position in its input plane. A traced ``arg`` has
+    no values: the positions are then looked up from a constant table of every tap's position (a traced gather)."""
+    if not is_traced(arg):
+        return Tensor(_positions(np.asarray(arg._data), nd, k, s, p, d, spatial, starts))
+    o = tuple(arg.shape[-nd:])
+    taps = np.broadcast_to(np.arange(math.prod(k)).reshape((-1,) + (1,) * nd), (math.prod(k), *o))
+    table = Tensor(np.ascontiguousarray(_positions(taps, nd, k, s, p, d, spatial, starts)))
+    lead = arg.ndim - nd
+    table = table.reshape((1,) * lead + tuple(table.shape)).expand(*arg.shape[:lead], *table.shape)
+    return gather(table, lead, arg.unsqueeze(lead)).squeeze(lead).long()
 
 
 def _max_pool(input: Tensor, nd: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,  # noqa: A002
@@ -92,7 +107,7 @@ def _max_pool(input: Tensor, nd: int, kernel_size: Any, stride: Any, padding: An
     values = _named(values, fn) if values.requires_grad else values
     if not return_indices:
         return values
-    return values, _flat_indices(np.asarray(arg._data), nd, k, s, p, d, tuple(x.shape[-nd:]))
+    return values, _flat_indices(arg, nd, k, s, p, d, tuple(x.shape[-nd:]))
 
 
 def _check_max_dims(who: str, input: Tensor, nd: int) -> None:  # noqa: A002
@@ -279,7 +294,7 @@ def _adaptive_max(input: Tensor, nd: int, output_size: Any, return_indices: bool
     if not return_indices:
         return values
     ks = tuple(int(c.max()) for c in counts)
-    ind = _flat_indices(np.asarray(arg._data), nd, ks, (1,) * nd, (0,) * nd, (1,) * nd,
+    ind = _flat_indices(arg, nd, ks, (1,) * nd, (0,) * nd, (1,) * nd,
                         tuple(input.shape[-nd:]), starts)
     return values, ind
 

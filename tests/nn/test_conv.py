@@ -11,6 +11,7 @@ import torch
 
 import symgrad as sg
 import symgrad.nn.functional as F
+from symgrad.kernels import program
 
 TF = torch.nn.functional
 
@@ -185,7 +186,8 @@ def test_cnn_training_prints_torchs_losses():
     np.testing.assert_allclose(ws, wt, rtol=1e-5, atol=1e-6)
 
 
-def test_compiled_conv_value_and_grad():
+def test_compiled_conv_value_and_grad(monkeypatch):
+    monkeypatch.setattr(program, "BACKEND", "numpy")  # one call; never a numba compile in this test
     rng = np.random.default_rng(0)
     x, w, b = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3)), rng.standard_normal(4)
 

@@ -8,6 +8,7 @@ import torch
 
 import symgrad as sg
 import symgrad.nn.functional as F
+from symgrad.kernels import program
 
 TF = torch.nn.functional
 
@@ -182,3 +183,25 @@ def test_errors_match_torch(case):
     expected = _errors(torch, case)
     assert expected is not None
     assert _errors(sg, case) == expected
+
+
+def test_compiled_pooling_indices_and_gradient(monkeypatch):
+    """Under ``sg.compile`` the indices are traced (a lookup of each tap's position), not the first call's values
+    (the numpy tier: a numba compile of this kernel takes ~20 s)."""
+    monkeypatch.setattr(program, "BACKEND", "numpy")
+
+    @sg.compile
+    def f(x):
+        v, i = F.max_pool2d(x, 3, 2, 1, return_indices=True, ceil_mode=True)
+        w, j = F.adaptive_max_pool2d(x, (4, 3), return_indices=True)
+        return v.sum() + w.sum(), i, j
+
+    grad = sg.grad(lambda x: (F.max_pool2d(x, 2) ** 2).sum() + F.interpolate(x, scale_factor=2, mode="bilinear").sum())
+    for seed in (0, 1):
+        x = np.random.default_rng(seed).standard_normal((2, 2, 7, 6))
+        _, i, j = f(x)
+        xt = torch.tensor(x, requires_grad=True)
+        assert np.array_equal(i, TF.max_pool2d(xt, 3, 2, 1, return_indices=True, ceil_mode=True)[1].numpy())
+        assert np.array_equal(j, TF.adaptive_max_pool2d(xt, (4, 3), return_indices=True)[1].numpy())
+        ((TF.max_pool2d(xt, 2) ** 2).sum() + TF.interpolate(xt, scale_factor=2, mode="bilinear").sum()).backward()
+        np.testing.assert_allclose(grad(x), xt.grad.numpy(), rtol=1e-12)
