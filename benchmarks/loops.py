@@ -833,7 +833,9 @@ def run_workload(workload: str, steps: list[int], impls: list[Impl], reps: int, 
                 continue
             if note:
                 row.notes.append(note)
-            calls[row.impl.label] = (vg, args, min(times[full:] or times))
+            t0 = time.perf_counter()
+            vg(*args)           # one call at full speed sizes the samples (the first one may have compiled it)
+            calls[row.impl.label] = (vg, args, min([time.perf_counter() - t0, *times[full + 1:]]))
         log(f"  ... {workload} {n} steps: steady timing")
         times = steady_times(calls, rounds, budget)
         for row in rows:
