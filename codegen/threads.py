@@ -5,9 +5,11 @@ scheduler put aside: on the 2-core development machine at load 7, W1 at 10**6 to
 (median) on two threads and 0.9 ms on one, where an idle machine gives 0.12 ms on two and 0.24 ms
 on one. ``Adaptive(fn, controls)`` wraps such a kernel: it times every call, runs the setting whose
 last ``WINDOW`` calls have the lower median, and now and then (after ``FIRST`` calls, then at
-doubling intervals up to ``MAX_EVERY`` while the choice holds) runs the other one once to see
-whether the machine changed. One thread is ``set_num_threads(1)`` around the call (numba's setting is
-per calling thread, restored after, also on an exception).
+doubling intervals up to ``MAX_EVERY`` while the choice holds) runs the other one to see
+whether the machine changed. The first all-thread call after one-thread calls wakes the sleeping
+workers and is not timed (a look at all threads times the call after it). One thread is
+``set_num_threads(1)`` around the call (numba's setting is per calling thread, restored after,
+also on an exception).
 
 The numba emitter's kernels give the same result on any number of threads (float sums add their
 chunk partials in chunk order, ``render``), so the choice changes no value. ``SYMGRAD_ADAPTIVE_THREADS=0``
@@ -62,7 +64,7 @@ def _median(xs: list[float]) -> float:
 class Adaptive:
     """``fn`` (a parallel kernel) called on all threads or on one, by the recent timings (module docstring)."""
 
-    __slots__ = ("fn", "get", "put", "clock", "samples", "choice", "calls", "every", "next")
+    __slots__ = ("fn", "get", "put", "clock", "samples", "choice", "calls", "every", "next", "last", "pending")
 
     def __init__(self, fn: Callable[..., Any], controls: Controls,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -74,14 +76,19 @@ class Adaptive:
         self.calls = 0
         self.every = FIRST
         self.next = FIRST
+        self.last = 0           # the setting of the previous call
+        self.pending = False    # a look at all threads goes on for one more call
 
     def __call__(self, *args: Any) -> Any:
         full = self.get()
         if full <= 1:
             return self.fn(*args)
         self.calls += 1
-        look = self.calls >= self.next
-        k = 1 - self.choice if look else self.choice
+        if self.pending:
+            look, k, self.pending = True, 0, False
+        else:
+            look = self.calls >= self.next
+            k = 1 - self.choice if look else self.choice
         t0 = self.clock()
         if k:
             self.put(1)
@@ -92,6 +99,11 @@ class Adaptive:
         else:
             r = self.fn(*args)
         dt = self.clock() - t0
+        cold, self.last = k == 0 and self.last == 1, k
+        if cold:                # the other threads slept through one-thread calls: this one woke them, its time
+            if look:            # says little; a look at all threads times the next call instead
+                self.pending = True
+            return r
         s = self.samples[k]
         s.append(dt)
         if len(s) > WINDOW:
