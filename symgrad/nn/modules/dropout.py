@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from ...eager.tensor import Tensor
+from .. import feature_dropout as _fd
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
 
 
 class _DropoutNd(Module):
@@ -28,3 +29,24 @@ class Dropout(_DropoutNd):
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.dropout(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels of (N, C, L) / (C, L) inputs with probability ``p`` while training (``F.dropout1d``)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return _fd.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole channels of (N, C, H, W) inputs with probability ``p`` while training (``F.dropout2d``)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return _fd.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) inputs with probability ``p`` while training (``F.dropout3d``)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return _fd.dropout3d(input, self.p, self.training, self.inplace)
