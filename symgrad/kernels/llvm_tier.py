@@ -26,11 +26,28 @@ def set_enabled(on: bool) -> None:
     ENABLED = bool(on)
 
 
+#: loop steps (all loops of a program, nested ones multiplied) from which the LLVM compile happens on the first call:
+#: the numpy tier runs a Python loop over the steps, about 2.5 us per step and statement of the step (Lorenz RK4's
+#: gradient: 0.25 ms per step), and the compile costs about 0.4 ms per statement, so from about 160 steps the first
+#: call is faster compiled; shorter loops run the numpy kernel first and compile at ``HOT_CALLS``
+EARLY_STEPS = 128
+
+
+def steps(kernel: ir.Kernel) -> int:
+    """The steps ``kernel``'s loops run (a while loop counts as ``EARLY_STEPS``)."""
+    total = 0
+    for st in kernel.body:
+        if isinstance(st, ir.Scan):
+            n = EARLY_STEPS if st.length is None else st.length
+            total += n * max(1, steps(st.body))
+    return total
+
+
 def early(prog: Any, hot_calls: int) -> None:
-    """A program that holds a loop and becomes hot after ``hot_calls`` calls (a compiled function's) tries the
-    LLVM backend on its first call instead: the numpy tier of a loop is a Python loop over the steps, slower than
-    the compile. Where the backend refuses it, ``take`` restores the threshold (numba's tier starts as before)."""
-    if ENABLED and prog.hot_after == hot_calls > 1 and any(isinstance(st, ir.Scan) for st in prog.kernel.body):
+    """A program whose loops run at least ``EARLY_STEPS`` steps and that becomes hot after ``hot_calls`` calls (a
+    compiled function's) tries the LLVM backend on its first call instead of running the numpy tier's Python loop.
+    Where the backend refuses it, ``take`` restores the threshold (numba's tier starts as before)."""
+    if ENABLED and prog.hot_after == hot_calls > 1 and steps(prog.kernel) >= EARLY_STEPS:
         prog._llvm_early = prog.hot_after
         prog.hot_after = 1
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -87,7 +88,7 @@ def lorenz32(p, s0):
 
 
 def big_carry(a, x0):
-    return (sg.fori_loop(0, 10, lambda i, s: sg.tanh(s * a + 0.1), x0) ** 2).sum()
+    return (sg.fori_loop(0, 200, lambda i, s: sg.tanh(s * a + 0.1), x0) ** 2).sum()
 
 
 _rng = np.random.default_rng(3)
@@ -179,8 +180,8 @@ def test_while_loop_forward():
 
 
 def test_refused_program_keeps_numba_tier_timing():
-    # a 20-element carry is outside the class: the first call runs the numpy kernel, numba's tier starts at the
-    # call it always did (HOT_CALLS)
+    # a 20-element carry is outside the class: the early try (200 steps) is refused, the first call runs the numpy
+    # kernel, numba's tier starts at the call it always did (HOT_CALLS)
     args = [np.array(0.9), np.linspace(-1, 1, 20)]
     f = sg.value_and_grad(big_carry, argnums=(0, 1))
     before = sg.jit_stats()
@@ -212,17 +213,17 @@ def test_off_switch_and_programs_without_loops(monkeypatch):
 def test_compile_log_and_stats():
     stats.set_log_compiles(True)
     buf = io.StringIO()
-    import sys
     old, sys.stderr = sys.stderr, buf
     try:
         f = sg.value_and_grad(where_body, argnums=(0, 1))
+        f(*PROGRAMS["where"][1])
         f(*PROGRAMS["where"][1])
     finally:
         sys.stderr = old
         stats.set_log_compiles(False)
     text = buf.getvalue()
     assert "symgrad: llvm value_and_grad of where_body" in text and "LLVM" in text
-    assert "numpy -> llvm kernel after 1 calls" in text
+    assert "numpy -> llvm kernel after 2 calls" in text     # 25 steps: the numpy kernel first (EARLY_STEPS)
     s = sg.jit_stats()
     assert s.llvm_compiles >= 1 and s.seconds["llvm"] > 0
 
@@ -297,11 +298,25 @@ def test_unsupported_forms_are_refused():
 
 def test_float_arguments_take_the_fast_path():
     def f(a, x):
-        return sg.fori_loop(0, 50, lambda i, s: s + 0.01 * sg.sin(s * a), x) ** 2
+        return sg.fori_loop(0, 200, lambda i, s: s + 0.01 * sg.sin(s * a), x) ** 2
     g = sg.value_and_grad(f, argnums=(0, 1))
-    first = g(0.7, 0.3)
+    first = g(0.7, 0.3)                             # 200 steps: compiled on the first call
     assert g._fast is not None                      # the generated __call__ sends floats straight to the kernel
     v, (da, dx) = g(0.7, 0.3)
     assert (v, da, dx) == (first[0], *first[1]) and type(v) is float and type(da) is float
     want = _numpy_tier(lambda: sg.value_and_grad(f, argnums=(0, 1)), [0.7, 0.3])
     np.testing.assert_allclose(_flat((v, da, dx)), _flat(want), rtol=1e-12)
+
+
+def test_short_loops_run_the_numpy_kernel_first():
+    fn, args = PROGRAMS["where"]                    # 25 steps a loop, 50 with its adjoint: under EARLY_STEPS
+    f = sg.value_and_grad(fn, argnums=(0, 1))
+    f(*args)
+    e = next(iter(f._entries.values()))
+    assert llvm_tier.steps(e.prog.kernel) == 50 and e.prog.compiled() is None and e.prog.hot_after == 2
+    f(*args)
+    assert e.prog.compiled() is not None            # the hot call: LLVM, where numba's tier would start
+    long = lambda a, x0: (sg.fori_loop(0, 70, lambda i, s: s * a, x0) ** 2).sum()  # noqa: E731
+    g = sg.value_and_grad(long, argnums=(0, 1))
+    g(*args)
+    assert next(iter(g._entries.values())).prog.compiled() is not None     # 140 steps: on the first call
