@@ -120,6 +120,8 @@ def operands(st: Any) -> list[str]:
         return list(st.args)
     if isinstance(st, ir.Scan):
         return [st.init] + ([st.xs] if st.xs is not None else []) + list(st.consts)
+    if not hasattr(st, "arg"):
+        raise ir.Unsupported(f"llvm: no emission for IR statement {type(st).__name__}")
     return [st.arg]
 
 

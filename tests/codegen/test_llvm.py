@@ -294,6 +294,10 @@ def test_unsupported_forms_are_refused():
                      (ir.Scan("t1", scan.body, "v0", None, ("v1",), 5, False, 0, 20, 0, (20,), "float64"),), ("t1",))
     with pytest.raises(ir.Unsupported, match="large carry"):
         emit_llvm(wide)
+    call = ir.Kernel("k", (ir.Param("v0", 0, (3, 3), "float64"),),
+                     (ir.Call("t0", "inv", ("v0",), (), (3, 3), "float64"),), ("t0",))
+    with pytest.raises(ir.Unsupported, match="Call"):      # a statement type the backend has no emission for
+        emit_llvm(call)
 
 
 def test_float_arguments_take_the_fast_path():
