@@ -11,6 +11,7 @@ input's end."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,8 @@ from .conv_ops import _zero_pad, ntuple, strided_taps, strided_windows, windows
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d_with_indices",
-           "adaptive_max_pool2d_with_indices", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
+           "adaptive_max_pool2d_with_indices", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+           "lp_pool1d", "lp_pool2d", "pixel_shuffle", "pixel_unshuffle"]
 
 
 def _need(who: str, x: Any) -> None:
@@ -486,8 +488,52 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",  # noqa: A002
              align_corners: bool | None = None) -> Tensor:
-    """The deprecated ``F.upsample``: ``interpolate``."""
+    """The deprecated ``F.upsample``: ``interpolate`` (with torch's warning)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:  # noqa: A002
+    """The deprecated ``F.upsample_nearest``: ``interpolate(mode='nearest')``."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:  # noqa: A002
+    """The deprecated ``F.upsample_bilinear``: ``interpolate(mode='bilinear', align_corners=True)``."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# --------------------------------------------------------------------------- power-average pooling
+
+def _lp_pool(input: Tensor, nd: int, norm_type: float, kernel_size: Any, stride: Any,  # noqa: A002
+             ceil_mode: bool) -> Tensor:
+    """torch's composite: ``(sign(avg) * relu(|avg|) * K) ** (1/p)`` with ``avg`` the window mean of ``x ** p``;
+    ``p = +-inf`` is a max pooling of ``|x|``."""
+    k = ntuple(kernel_size, nd)
+    maxp = max_pool1d if nd == 1 else max_pool2d
+    if norm_type == math.inf:
+        return maxp(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -maxp(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    avg = avg_pool1d if nd == 1 else avg_pool2d
+    out = avg(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(math.prod(k)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, L): ``(sum over the window of x**p) ** (1/p)``."""
+    return _lp_pool(input, 1, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, H, W)."""
+    return _lp_pool(input, 2, norm_type, kernel_size, stride, ceil_mode)
 
 
 # --------------------------------------------------------------------------- pixel shuffle

@@ -90,6 +90,9 @@ def test_avg_pool2d_float32_bitwise(kw):
     ("interpolate", (2, 3, 6, 4), dict(scale_factor=(0.5, 1.7), mode="bicubic", align_corners=True)),
     ("interpolate", (2, 3, 6), dict(scale_factor=2.2, mode="linear")),
     ("interpolate", (1, 2, 3, 4, 3), dict(scale_factor=1.5, mode="trilinear")),
+    ("lp_pool2d", (2, 3, 7, 6), dict(norm_type=2, kernel_size=3, stride=2)),
+    ("lp_pool2d", (2, 3, 7, 6), dict(norm_type=float("inf"), kernel_size=(2, 3), ceil_mode=True)),
+    ("lp_pool1d", (2, 3, 9), dict(norm_type=2.0, kernel_size=3)),
     ("pixel_shuffle", (2, 12, 3, 4), dict(upscale_factor=2)),
     ("pixel_unshuffle", (2, 3, 4, 6), dict(downscale_factor=2)),
 ])
@@ -121,7 +124,8 @@ MODULES = [
     "AdaptiveMaxPool2d(2)", "Upsample(scale_factor=2)", "Upsample(size=(4, 5), mode='bilinear', align_corners=True)",
     "UpsamplingBilinear2d(scale_factor=2)", "UpsamplingNearest2d(size=3)", "PixelShuffle(2)", "PixelUnshuffle(2)",
     "Fold((4, 5), 2)", "Unfold(3, padding=1)", "ZeroPad2d((1, 2, 0, 1))", "ConstantPad1d(2, 3.5)",
-    "ReflectionPad2d(1)", "ReplicationPad1d((1, 2))", "CircularPad2d(1)",
+    "ReflectionPad2d(1)", "ReplicationPad1d((1, 2))", "CircularPad2d(1)", "LPPool2d(2, 3, stride=2)",
+    "LPPool1d(1.5, 3)",
 ]
 
 
@@ -205,3 +209,15 @@ def test_compiled_pooling_indices_and_gradient(monkeypatch):
         assert np.array_equal(j, TF.adaptive_max_pool2d(xt, (4, 3), return_indices=True)[1].numpy())
         ((TF.max_pool2d(xt, 2) ** 2).sum() + TF.interpolate(xt, scale_factor=2, mode="bilinear").sum()).backward()
         np.testing.assert_allclose(grad(x), xt.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, kw", [("upsample", dict(scale_factor=2, mode="bilinear")),
+                                      ("upsample_nearest", dict(size=(3, 5))),
+                                      ("upsample_bilinear", dict(scale_factor=2))])
+def test_deprecated_upsample_helpers(name, kw):
+    x = np.random.default_rng(0).standard_normal((1, 2, 3, 4))
+    outs = []
+    for lib in (torch, sg):
+        with pytest.warns(UserWarning, match=f"`nn.functional.{name}` is deprecated"):
+            outs.append(getattr(lib.nn.functional, name)(lib.tensor(x), **kw).numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-12)
