@@ -324,3 +324,26 @@ def test_short_loops_run_the_numpy_kernel_first():
     g = sg.value_and_grad(long, argnums=(0, 1))
     g(*args)
     assert next(iter(g._entries.values())).prog.compiled() is not None     # 140 steps: on the first call
+
+
+def test_threads_get_their_own_results():
+    import threading
+
+    def f(a, x):
+        return (sg.fori_loop(0, 200, lambda i, s: s + 0.001 * sg.sin(s * a), x) ** 2).sum()
+    g = sg.value_and_grad(f, argnums=(0,))
+    xs = [np.full(3, 0.1 * (k + 1)) for k in range(4)]
+    want = [g(np.array(0.7), x) for x in xs]
+    bad: list = []
+
+    def work(k: int) -> None:
+        for _ in range(200):
+            v, (da,) = g(np.array(0.7), xs[k])
+            if v != want[k][0] or da != want[k][1][0]:
+                bad.append(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad and next(iter(g._entries.values())).prog.compiled() is not None
