@@ -20,6 +20,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from ..ir import Kernel, Unsupported, literal
+from . import emit as _emit
 from . import lines as _lines
 from .emit import Module, emit_llvm
 
@@ -35,6 +36,7 @@ def _init() -> Any:
     got = _state.get("llvm")
     if got is not None:
         return got
+    _check_layout()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_default_triple()
@@ -50,6 +52,21 @@ def _init() -> Any:
     _state["modules"] = []
     _state["llvm"] = llvm
     return llvm
+
+
+def _check_layout() -> None:
+    """The kernels read numpy's array and descriptor structs at fixed offsets (``emit``'s ``DATA`` ... ``TYPE_NUM``):
+    check them on an array here, and refuse every kernel where they do not hold (another numpy or Python ABI)."""
+    a = np.zeros((2, 3))
+    at = lambda base, off, ct: ct.from_address(base + off).value  # noqa: E731
+    ok = (ctypes.sizeof(ctypes.c_void_p) == 8 and at(id(a), _emit.DATA, ctypes.c_uint64) == a.ctypes.data
+          and at(id(a), _emit.NDIM, ctypes.c_int32) == 2
+          and at(at(id(a), _emit.DIMS, ctypes.c_uint64), 8, ctypes.c_int64) == 3
+          and at(id(a), _emit.DESCR, ctypes.c_uint64) == id(a.dtype)
+          and at(id(a.dtype), _emit.TYPE_NUM, ctypes.c_int32) == a.dtype.num
+          and at(id(a), _emit.FLAGS, ctypes.c_int32) & _emit.C_CONTIGUOUS)
+    if not ok:
+        raise Unsupported("llvm: numpy's array layout is not the one the kernels read")
 
 
 def compile_kernel(kernel: Kernel, out_params: tuple[int, ...] = ()) -> tuple[Callable, Module, float]:
