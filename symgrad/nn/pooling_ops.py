@@ -25,7 +25,7 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", 
            "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d_with_indices",
            "adaptive_max_pool2d_with_indices", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
-           "lp_pool1d", "lp_pool2d", "pixel_shuffle", "pixel_unshuffle"]
+           "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "pixel_shuffle", "pixel_unshuffle"]
 
 
 def _need(who: str, x: Any) -> None:
@@ -319,6 +319,66 @@ def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_ind
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
     """``adaptive_max_pool2d(..., return_indices=True)``."""
     return adaptive_max_pool2d(input, output_size, True)
+
+
+# --------------------------------------------------------------------------- max unpooling
+
+def _unpool_output_size(input: Tensor, k: tuple, s: tuple, p: tuple, output_size: Any) -> list[int]:  # noqa: A002
+    nd = len(k)
+    default = [(input.shape[input.ndim - nd + d] - 1) * s[d] + k[d] - 2 * p[d] for d in range(nd)]
+    if output_size is None:
+        return default
+    if len(output_size) == nd + 2:
+        output_size = output_size[2:]
+    if len(output_size) != nd:
+        raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                         f"length of '{len(output_size)}'")
+    for d in range(nd):
+        lo, hi = default[d] - s[d], default[d] + s[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {lo} and {hi})')
+    return [int(v) for v in output_size]
+
+
+def _max_unpool(input: Tensor, indices: Tensor, nd: int, kernel_size: Any, stride: Any, padding: Any,  # noqa: A002
+                output_size: Any, fn: str) -> Tensor:
+    """``input``'s values written into zeros at the flat positions ``indices`` of each output plane (the last
+    write wins at repeated positions; the gradient gathers at the indices), torch's ``max_unpool``."""
+    k = ntuple(kernel_size, nd)
+    s = k if stride is None else ntuple(stride, nd)
+    p = ntuple(padding, nd)
+    size = _unpool_output_size(input, k, s, p, output_size)
+    if is_traced(indices):
+        indices._concrete("max_unpool with traced indices")
+    idx = np.asarray(indices._data).astype(np.int64)
+    if tuple(idx.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(idx.shape)}")
+    lead = tuple(input.shape[:-nd])
+    plane = math.prod(size)
+    if idx.size and (idx.min() < 0 or idx.max() >= plane):
+        bad = int(idx.max() if idx.max() >= plane else idx.min())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, size))}")
+    flat = input.reshape(*lead, -1)
+    grids = np.indices(lead + (flat.shape[-1],))[:-1] if lead else []
+    spec = [_arr(g) for g in grids] + [_arr(idx.reshape(*lead, -1))]
+    base = Tensor(np.zeros(lead + (plane,), dtype=input.dtype.np))
+    out = base.index_put(tuple(Tensor(np.asarray(a[1], np.int64).reshape(a[2])) for a in spec), flat)
+    out = out.reshape(*lead, *size)
+    return _named(out, fn) if out.requires_grad else out
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of ``max_pool1d`` from its indices."""
+    return _max_unpool(input, indices, 1, kernel_size, stride, padding, output_size, "SqueezeBackward1")
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of ``max_pool2d`` from its indices."""
+    return _max_unpool(input, indices, 2, kernel_size, stride, padding, output_size, "MaxUnpool2DBackward0")
 
 
 # --------------------------------------------------------------------------- interpolate

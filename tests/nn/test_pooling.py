@@ -125,7 +125,7 @@ MODULES = [
     "UpsamplingBilinear2d(scale_factor=2)", "UpsamplingNearest2d(size=3)", "PixelShuffle(2)", "PixelUnshuffle(2)",
     "Fold((4, 5), 2)", "Unfold(3, padding=1)", "ZeroPad2d((1, 2, 0, 1))", "ConstantPad1d(2, 3.5)",
     "ReflectionPad2d(1)", "ReplicationPad1d((1, 2))", "CircularPad2d(1)", "LPPool2d(2, 3, stride=2)",
-    "LPPool1d(1.5, 3)",
+    "LPPool1d(1.5, 3)", "MaxUnpool2d(2)", "MaxUnpool1d(3, stride=2, padding=1)",
 ]
 
 
@@ -221,3 +221,32 @@ def test_deprecated_upsample_helpers(name, kw):
         with pytest.warns(UserWarning, match=f"`nn.functional.{name}` is deprecated"):
             outs.append(getattr(lib.nn.functional, name)(lib.tensor(x), **kw).numpy())
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("nd, shape, kw", [(2, (2, 3, 6, 7), dict(kernel_size=2)),
+                                           (2, (2, 3, 7, 7), dict(kernel_size=3, stride=2, padding=1)),
+                                           (1, (2, 3, 9), dict(kernel_size=3, stride=2)),
+                                           (2, (3, 6, 6), dict(kernel_size=2))])
+def test_max_unpool(nd, shape, kw):
+    """Values at torch's positions (overlapping windows repeat an index: the value is written once), gradients
+    gathered back, torch's grad_fn names."""
+    a = np.round(np.random.default_rng(0).standard_normal(shape) * 1.5)
+    res = []
+    for lib in (torch, sg):
+        x = lib.tensor(a, requires_grad=True)
+        y, i = getattr(lib.nn.functional, f"max_pool{nd}d")(x, return_indices=True, **kw)
+        u = getattr(lib.nn.functional, f"max_unpool{nd}d")(y, i, **kw, output_size=list(x.shape[-nd:]))
+        (u * lib.tensor(np.arange(u.numel()).reshape(u.shape) * 1.0)).sum().backward()
+        res.append((u.detach().numpy(), x.grad.numpy(), type(u.grad_fn).__name__))
+    assert np.array_equal(res[1][0], res[0][0]) and np.array_equal(res[1][1], res[0][1]) and res[1][2] == res[0][2]
+
+
+def test_max_unpool_output_size_error():
+    msgs = []
+    for lib in (torch, sg):
+        y, i = lib.nn.functional.max_pool2d(lib.randn(1, 1, 4, 4), 2, return_indices=True)
+        assert tuple(lib.nn.MaxUnpool2d(2)(y, i).shape) == (1, 1, 4, 4)
+        with pytest.raises(ValueError) as e:
+            lib.nn.functional.max_unpool2d(y, i, 2, output_size=(9, 9))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

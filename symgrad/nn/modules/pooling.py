@@ -11,10 +11,10 @@ from ..layers import pad
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "Upsample",
-           "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "Fold", "Unfold",
-           "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
-           "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "MaxUnpool1d",
+           "MaxUnpool2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
+           "Fold", "Unfold", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
+           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
 
 
 class _MaxPoolNd(Module):
@@ -167,6 +167,38 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPool):
     """Adaptive max pooling over (N, C, H, W)."""
 
     _fn = staticmethod(P.adaptive_max_pool2d)
+
+
+class _MaxUnpoolNd(Module):
+    _fn: Any = None
+    _nd = 1
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        self.kernel_size = conv_ops.ntuple(kernel_size, self._nd)
+        self.stride = conv_ops.ntuple(stride if stride is not None else kernel_size, self._nd)
+        self.padding = conv_ops.ntuple(padding, self._nd)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:  # noqa: A002
+        """``input`` unpooled at ``indices``."""
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool1d``."""
+
+    _fn = staticmethod(P.max_unpool1d)
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool2d``."""
+
+    _fn = staticmethod(P.max_unpool2d)
+    _nd = 2
 
 
 class _LPPoolNd(Module):
