@@ -4,7 +4,8 @@ On a machine whose cores other processes keep busy, a ``prange`` kernel waits fo
 scheduler put aside: on the 2-core development machine at load 7, W1 at 10**6 took 22 ms a call
 (median) on two threads and 0.9 ms on one, where an idle machine gives 0.12 ms on two and 0.24 ms
 on one. ``Adaptive(fn, controls)`` wraps such a kernel: it times every call, runs the setting whose
-last ``WINDOW`` calls have the lower median, and now and then (after ``FIRST`` calls, then at
+last ``WINDOW`` calls have the lower median (switching as soon as the chosen one's median passes the
+other's, whose samples then start afresh), and now and then (after ``FIRST`` calls, then at
 doubling intervals up to ``MAX_EVERY`` while the choice holds) runs the other one to see
 whether the machine changed. The first all-thread call after one-thread calls wakes the sleeping
 workers and is not timed (a look at all threads times the call after it). One thread is
@@ -110,6 +111,11 @@ class Adaptive:
             del s[0]
         if look:
             self._decide()
+        elif self.samples[1 - k] and _median(s) > _median(self.samples[1 - k]):
+            # the chosen setting got slower than the other was: switch now, and time the other afresh (its
+            # samples may be from a luckier moment)
+            self.samples[1 - k].clear()
+            self._switch(1 - k)
         return r
 
     def _decide(self) -> None:
@@ -118,10 +124,14 @@ class Adaptive:
         if a and b:
             best = 0 if _median(a) <= _median(b) else 1
         if best != self.choice:
-            self.choice, self.every = best, FIRST
+            self._switch(best)
         else:
             self.every = min(2 * self.every, MAX_EVERY)
-        self.next = self.calls + self.every
+            self.next = self.calls + self.every
+
+    def _switch(self, k: int) -> None:
+        self.choice, self.every = k, FIRST
+        self.next = self.calls + FIRST
 
     @property
     def threads(self) -> str:

@@ -81,6 +81,22 @@ def test_the_choice_follows_the_machine():
     assert a.threads == "all"
 
 
+def test_a_slowdown_of_the_chosen_setting_switches_without_waiting_for_a_look():
+    m = Machine(cost={2: 0.1e-3, 1: 0.2e-3})
+    a = adaptive(m)
+    for _ in range(40):
+        a(1.0)
+    assert a.threads == "all" and a.next - a.calls > 2
+    m.cost = {2: 20e-3, 1: 1e-3}
+    a(1.0)
+    assert a.threads == "all"               # one slow call: the median of the last WINDOW holds
+    a(1.0)
+    assert a.threads == "one" and m.ran_on[-2:] == [2, 2] and a.samples[1] == []
+    for _ in range(3):
+        a(1.0)
+    assert a.threads == "one" and a.samples[1] == pytest.approx([1e-3] * 3)
+
+
 def test_thread_count_restored_on_error_and_one_thread_setups_untouched():
     m = Machine(cost={2: 20e-3, 1: 1e-3})
 
