@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -66,8 +66,29 @@ def _pool_windows(x: Tensor, nd: int, k: tuple, s: tuple, p: tuple, d: tuple, o:
     """``x``'s pooling windows, flattened: ``(..., K, *o)`` (or the list of the ``K`` taps), padding (and a
     ceil-mode overhang) filled with ``fill``."""
     spatial = x.shape[-nd:]
+    if stacked and _tiles(spatial, k, s, p, d, o):
+        return _tile_windows(x, nd, k, o)
     pads = [(p[j], max((o[j] - 1) * s[j] + d[j] * (k[j] - 1) + 1 - spatial[j] - p[j], 0)) for j in range(nd)]
     return (strided_windows if stacked else strided_taps)(_zero_pad(x, pads, fill), k, o, s, d)
+
+
+def _tiles(spatial: Sequence[int], k: tuple, s: tuple, p: tuple, d: tuple, o: tuple) -> bool:
+    """Whether the windows tile the input (stride = kernel, no padding or dilation, inside the input)."""
+    return k == s and not any(p) and all(v == 1 for v in d) and all(o[j] * k[j] <= spatial[j] for j in range(len(k)))
+
+
+def _tile_windows(x: Tensor, nd: int, k: tuple, o: tuple) -> Tensor:
+    """Tiling windows as a reshape and a permute, ``(..., K, *o)`` in row-major tap order: their adjoint is one
+    transpose, not a write per tap."""
+    spatial = x.shape[-nd:]
+    if any(o[j] * k[j] != spatial[j] for j in range(nd)):
+        lead = x.ndim - nd
+        x = _index(x, [_ALL] * lead + [("s", 0, o[j] * k[j], None) for j in range(nd)], "SliceBackward0")
+    lead = x.ndim - nd
+    split = [v for j in range(nd) for v in (o[j], k[j])]
+    t = x.reshape(*x.shape[:lead], *split)
+    perm = (list(range(lead)) + [lead + 2 * j + 1 for j in range(nd)] + [lead + 2 * j for j in range(nd)])
+    return t.permute(*perm).reshape(*x.shape[:lead], math.prod(k), *o)
 
 
 def _positions(arg: np.ndarray, nd: int, k: tuple, s: tuple, p: tuple, d: tuple, spatial: tuple,
