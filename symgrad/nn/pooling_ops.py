@@ -23,9 +23,10 @@ from .conv_ops import _zero_pad, ntuple, strided_taps, strided_windows, windows
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-           "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d_with_indices",
-           "adaptive_max_pool2d_with_indices", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
-           "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "pixel_shuffle", "pixel_unshuffle"]
+           "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "interpolate", "upsample",
+           "upsample_nearest", "upsample_bilinear", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d",
+           "pixel_shuffle", "pixel_unshuffle"]
 
 
 def _need(who: str, x: Any) -> None:
@@ -302,6 +303,11 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
     return _adaptive_avg(input, 2, output_size, "adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0")
 
 
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    """The mean over adaptive windows of ``input`` (N, C, D, H, W)."""
+    return _adaptive_avg(input, 3, output_size, "adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0")
+
+
 def _adaptive_max(input: Tensor, nd: int, output_size: Any, return_indices: bool, fn: str) -> Any:  # noqa: A002
     who = f"adaptive_max_pool{nd}d"
     _need(who, input)
@@ -330,6 +336,11 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
     """The maximum over adaptive windows of ``input`` (N, C, H, W)."""
     return _adaptive_max(input, 2, output_size, return_indices, "AdaptiveMaxPool2DBackward0")
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
+    """The maximum over adaptive windows of ``input`` (N, C, D, H, W)."""
+    return _adaptive_max(input, 3, output_size, return_indices, "AdaptiveMaxPool3DBackward0")
 
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
@@ -524,8 +535,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         scales = [None] * nd
     if antialias:
         raise NotImplementedError("interpolate(): antialias=True is not supported by symgrad")
-    if mode == "area" and 1 <= nd <= 2:
-        return (adaptive_avg_pool1d if nd == 1 else adaptive_avg_pool2d)(input, out_size)
+    if mode == "area" and 1 <= nd <= 3:
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](input, out_size)
     if mode in ("nearest", "nearest-exact") and 1 <= nd <= 3:
         exact = mode == "nearest-exact"
         spec: list = [_ALL, _ALL]

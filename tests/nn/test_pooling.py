@@ -80,6 +80,10 @@ def test_avg_pool2d_float32_bitwise(kw):
     ("adaptive_avg_pool2d", (2, 3, 9, 8), dict(output_size=1)),
     ("adaptive_avg_pool2d", (2, 3, 9, 8), dict(output_size=(None, 3))),
     ("adaptive_avg_pool1d", (2, 3, 9), dict(output_size=4)),
+    ("adaptive_avg_pool3d", (2, 3, 5, 6, 7), dict(output_size=(2, None, 4))),
+    ("adaptive_avg_pool3d", (2, 3, 5, 6, 7), dict(output_size=1)),
+    ("adaptive_max_pool3d", (2, 3, 5, 6, 7), dict(output_size=(2, 3, 4), return_indices=True)),
+    ("interpolate", (2, 3, 5, 6, 7), dict(size=(2, 3, 4), mode="area")),
     ("interpolate", (2, 3, 6, 4), dict(scale_factor=1.7)),
     ("interpolate", (2, 3, 6, 4), dict(size=(13, 5), mode="bilinear")),
     ("interpolate", (2, 3, 6, 4), dict(size=(13, 5), mode="bilinear", align_corners=True)),
@@ -125,7 +129,9 @@ MODULES = [
     "UpsamplingBilinear2d(scale_factor=2)", "UpsamplingNearest2d(size=3)", "PixelShuffle(2)", "PixelUnshuffle(2)",
     "Fold((4, 5), 2)", "Unfold(3, padding=1)", "ZeroPad2d((1, 2, 0, 1))", "ConstantPad1d(2, 3.5)",
     "ReflectionPad2d(1)", "ReplicationPad1d((1, 2))", "CircularPad2d(1)", "LPPool2d(2, 3, stride=2)",
-    "LPPool1d(1.5, 3)", "MaxUnpool2d(2)", "MaxUnpool1d(3, stride=2, padding=1)",
+    "LPPool1d(1.5, 3)", "MaxUnpool2d(2)", "MaxUnpool1d(3, stride=2, padding=1)", "AdaptiveAvgPool3d((2, None, 3))",
+    "AdaptiveMaxPool3d(2)", "ReflectionPad3d(1)", "ZeroPad3d((1, 2, 0, 1, 1, 1))", "ConstantPad3d(1, 2.0)",
+    "ReplicationPad3d(1)", "CircularPad3d(1)",
 ]
 
 
@@ -137,7 +143,8 @@ def test_module_reprs(spec):
 def test_modules_forward():
     x = np.random.default_rng(0).standard_normal((2, 4, 6, 6)).astype(np.float32)
     for spec in ["MaxPool2d(3, 2, 1, return_indices=True)", "AvgPool2d(2)", "AdaptiveAvgPool2d((2, 3))",
-                 "Upsample(scale_factor=2, mode='bilinear')", "PixelShuffle(2)", "ReflectionPad2d((1, 2, 0, 1))"]:
+                 "Upsample(scale_factor=2, mode='bilinear')", "PixelShuffle(2)", "ReflectionPad2d((1, 2, 0, 1))",
+                 "ReplicationPad3d((1, 0, 2, 1, 0, 1))", "CircularPad3d(1)", "ConstantPad3d(1, 2.0)"]:
         yt, ys = eval("torch.nn." + spec)(torch.tensor(x)), eval("sg.nn." + spec)(sg.tensor(x))
         for a, b in zip(yt if isinstance(yt, tuple) else (yt,), ys if isinstance(ys, tuple) else (ys,)):
             np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-6, atol=1e-6)
@@ -159,6 +166,8 @@ def _errors(lib, case):
         "adaptive_rank": lambda: nnf.adaptive_avg_pool2d(lib.zeros(4), 2),
         "adaptive1d_rank": lambda: nnf.adaptive_avg_pool1d(x, 2),
         "adaptive_max_rank": lambda: nnf.adaptive_max_pool2d(lib.zeros(4, 5), 2),
+        "adaptive3d_rank": lambda: nnf.adaptive_avg_pool3d(lib.zeros(4, 5), 2),
+        "adaptive_max3d_rank": lambda: nnf.adaptive_max_pool3d(lib.zeros(4, 5), 2),
         "interp_align": lambda: nnf.interpolate(x, scale_factor=2, align_corners=True),
         "interp_mode": lambda: nnf.interpolate(x, mode="foo", scale_factor=2),
         "interp_linear_rank": lambda: nnf.interpolate(x, mode="linear", scale_factor=2),
@@ -180,7 +189,8 @@ def _errors(lib, case):
 
 @pytest.mark.parametrize("case", [
     "max_rank", "max1d_rank", "max_pad", "max_stride", "max_small", "avg_rank", "avg1d_rank", "avg_pad",
-    "avg_small", "adaptive_rank", "adaptive1d_rank", "adaptive_max_rank", "interp_align", "interp_mode",
+    "avg_small", "adaptive_rank", "adaptive1d_rank", "adaptive_max_rank", "adaptive3d_rank", "adaptive_max3d_rank",
+    "interp_align", "interp_mode",
     "interp_linear_rank", "interp_bicubic_rank", "interp_none", "interp_both", "shuffle", "pad_size",
     "pad_reflect", "pad_mode", "pad_value"])
 def test_errors_match_torch(case):

@@ -11,10 +11,12 @@ from ..layers import pad
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "MaxUnpool1d",
-           "MaxUnpool2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
-           "Fold", "Unfold", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+           "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "Fold", "Unfold", "ZeroPad1d", "ZeroPad2d",
+           "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
+           "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "ZeroPad3d", "ConstantPad3d", "ReflectionPad3d",
+           "ReplicationPad3d", "CircularPad3d"]
 
 
 class _MaxPoolNd(Module):
@@ -145,6 +147,12 @@ class AdaptiveAvgPool2d(_AdaptivePool):
     _fn = staticmethod(P.adaptive_avg_pool2d)
 
 
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Adaptive average pooling over (N, C, D, H, W)."""
+
+    _fn = staticmethod(P.adaptive_avg_pool3d)
+
+
 class _AdaptiveMaxPool(_AdaptivePool):
     __constants__ = ["output_size", "return_indices"]
 
@@ -231,6 +239,12 @@ class LPPool2d(_LPPoolNd):
     """Power-average pooling over (N, C, H, W)."""
 
     _fn = staticmethod(P.lp_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPool):
+    """Adaptive max pooling over (N, C, D, H, W)."""
+
+    _fn = staticmethod(P.adaptive_max_pool3d)
 
 
 class Upsample(Module):
@@ -403,3 +417,8 @@ ReplicationPad1d = _pad_class("ReplicationPad1d", "replicate", 1)
 ReplicationPad2d = _pad_class("ReplicationPad2d", "replicate", 2)
 CircularPad1d = _pad_class("CircularPad1d", "circular", 1)
 CircularPad2d = _pad_class("CircularPad2d", "circular", 2)
+ZeroPad3d = _pad_class("ZeroPad3d", "constant", 3)
+ConstantPad3d = _pad_class("ConstantPad3d", "constant", 3)
+ReflectionPad3d = _pad_class("ReflectionPad3d", "reflect", 3)
+ReplicationPad3d = _pad_class("ReplicationPad3d", "replicate", 3)
+CircularPad3d = _pad_class("CircularPad3d", "circular", 3)
