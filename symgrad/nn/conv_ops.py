@@ -97,6 +97,22 @@ def _zero_pad(x: Tensor, pads: Sequence[tuple[int, int]], value: float = 0.0) ->
     return pad(x, _flat_pad(pads), value=value) if any(b or a for b, a in pads) else x
 
 
+_SCALAR = {"float64": ("Double", "double"), "float32": ("Float", "float"), "float16": ("Half", "c10::Half"),
+           "bfloat16": ("BFloat16", "c10::BFloat16"), "int64": ("Long", "long int"), "int32": ("Int", "int")}
+
+
+def _check_dtypes(x: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """torch's checks: the bias's dtype first (``Input type (double) and bias type (float) ...``), then the
+    weight's (``expected scalar type Double but found Float``)."""
+    def names(t: Tensor) -> tuple[str, str]:
+        return _SCALAR.get(t.dtype.np.name, (t.dtype.np.name, t.dtype.np.name))
+
+    if bias is not None and bias.dtype != x.dtype:
+        raise RuntimeError(f"Input type ({names(x)[1]}) and bias type ({names(bias)[1]}) should be the same")
+    if weight.dtype != x.dtype:
+        raise RuntimeError(f"expected scalar type {names(x)[0]} but found {names(weight)[0]}")
+
+
 def _add_bias(out: Tensor, bias: Tensor | None, nd: int, fn: str) -> Tensor:
     if bias is None:
         return _named(out, fn) if out.requires_grad else out
@@ -153,6 +169,7 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, paddi
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != o_ch):
         raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                            f"{o_ch} elements, but got bias of size {list(bias.shape)} instead")
+    _check_dtypes(x, weight, bias)
     padded = [x.shape[2 + j] + pads[j][0] + pads[j][1] for j in range(nd)]
     eff = [dilation[j] * (k[j] - 1) + 1 for j in range(nd)]
     if any(e > p for e, p in zip(eff, padded)):
@@ -234,6 +251,7 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias: Tensor | None, stride: 
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != o_ch):
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected bias to be "
                            f"1-dimensional with {o_ch} elements, but got bias of size {list(bias.shape)} instead")
+    _check_dtypes(x, weight, bias)
     k = tuple(weight.shape[2:])
     i = tuple(x.shape[2:])
     full = [(i[j] - 1) * stride[j] + dilation[j] * (k[j] - 1) + 1 + output_padding[j] for j in range(nd)]

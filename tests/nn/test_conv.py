@@ -144,6 +144,10 @@ def _errors(lib, fn):
         "module_same": lambda: lib.nn.Conv2d(3, 8, 3, padding="same", stride=2),
         "module_padding": lambda: lib.nn.Conv2d(3, 8, 3, padding="foo"),
         "module_mode": lambda: lib.nn.Conv2d(3, 8, 3, padding_mode="foo"),
+        "dtype_weight": lambda: nnf.conv2d(x.double(), w),
+        "dtype_bias": lambda: nnf.conv2d(x, w, lib.zeros(2, dtype=lib.float64)),
+        "dtype_module": lambda: lib.nn.Conv2d(2, 3, 3)(x.double()),
+        "dtype_transpose": lambda: nnf.conv_transpose2d(x.double(), w),
     }
     try:
         cases[fn]()
@@ -155,7 +159,8 @@ def _errors(lib, fn):
 @pytest.mark.parametrize("case", ["rank", "channels", "kernel", "conv1d_rank", "stride", "padding", "same_strided",
                                   "bias", "groups_w", "transpose_channels", "output_padding", "fold_blocks",
                                   "fold_channels", "module_groups", "module_out_groups", "module_same",
-                                  "module_padding", "module_mode"])
+                                  "module_padding", "module_mode", "dtype_weight", "dtype_bias", "dtype_module",
+                                  "dtype_transpose"])
 def test_errors_match_torch(case):
     expected = _errors(torch, case)
     assert expected is not None
