@@ -18,7 +18,9 @@ import numpy as np
 
 from ..eager.base import is_traced
 from ..eager.composite import _ALL, _arr, _index, _named, gather
+from ..eager.record import _apply
 from ..eager.tensor import Tensor
+from ..ops import REGISTRY
 from .conv_ops import _zero_pad, ntuple, strided_taps, strided_windows, windows
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
@@ -127,11 +129,29 @@ def _max_pool(input: Tensor, nd: int, kernel_size: Any, stride: Any, padding: An
     x = input
     k, s, p, d, o = _pool_args(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     fill = -math.inf if x.is_floating_point() else int(np.iinfo(x.dtype.np).min)
-    values, arg = _pool_windows(x, nd, k, s, p, d, o, fill).max(x.ndim - nd)
+    cols = _pool_windows(x, nd, k, s, p, d, o, fill)
+    values, arg = _window_max(cols, x.ndim - nd)
     values = _named(values, fn) if values.requires_grad else values
     if not return_indices:
         return values
     return values, _flat_indices(arg, nd, k, s, p, d, tuple(x.shape[-nd:]))
+
+
+def _window_max(cols: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+    """``cols.max(dim)``, the first maximum of each window; a window holding NaN takes its last NaN, as torch's
+    kernel (``val > max || isnan(val)``). Eager only: a traced window keeps the first NaN."""
+    values, arg = cols.max(dim)
+    if is_traced(cols) or not cols.is_floating_point():
+        return values, arg
+    nan = np.isnan(np.asarray(values._data))
+    if not nan.any():
+        return values, arg
+    data = np.asarray(cols._data)
+    k = data.shape[dim]
+    last = k - 1 - np.argmax(np.flip(np.isnan(data), dim), axis=dim)
+    idx = np.where(nan, last, np.asarray(arg._data)).astype(np.int64)
+    indices = Tensor(idx)
+    return _apply(REGISTRY["max"], cols, indices, dims=(dim,), keepdim=False), indices
 
 
 def _check_max_dims(who: str, input: Tensor, nd: int) -> None:  # noqa: A002
@@ -318,7 +338,7 @@ def _adaptive_max(input: Tensor, nd: int, output_size: Any, return_indices: bool
     o = _adaptive_sizes(input, nd, output_size)
     fill = -math.inf if input.is_floating_point() else int(np.iinfo(input.dtype.np).min)
     cols, starts, counts = _adaptive_windows(input, nd, o, fill)
-    values, arg = cols.max(input.ndim - nd)
+    values, arg = _window_max(cols, input.ndim - nd)
     values = _named(values, fn) if values.requires_grad else values
     if not return_indices:
         return values

@@ -260,3 +260,19 @@ def test_max_unpool_output_size_error():
             lib.nn.functional.max_unpool2d(y, i, 2, output_size=(9, 9))
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("name, kw", [("max_pool2d", dict(kernel_size=2)),
+                                      ("max_pool2d", dict(kernel_size=3, stride=1, padding=1)),
+                                      ("adaptive_max_pool2d", dict(output_size=3))])
+def test_max_pooling_nan_takes_the_last_nan(name, kw):
+    """torch's kernels update the maximum at every NaN: the index (and gradient) of a NaN window is its last NaN."""
+    a = np.array([[[[1.0, np.nan, 3.0, np.nan], [2.0, 5.0, np.nan, 1.0], [0.0, 1.0, 2.0, 3.0], [9.0, 9.0, 1.0, 1.0]]]])
+    res = []
+    for lib in (torch, sg):
+        x = lib.tensor(a, requires_grad=True)
+        v, i = getattr(lib.nn.functional, name)(x, return_indices=True, **kw)
+        (v * lib.tensor(np.arange(v.numel()).reshape(v.shape) + 1.0)).sum().backward()
+        res.append((np.isnan(v.detach().numpy()), i.numpy(), x.grad.numpy()))
+    for p, q in zip(res[0], res[1]):
+        assert np.array_equal(q, p)
