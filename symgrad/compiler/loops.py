@@ -529,6 +529,10 @@ def _blocked_scan(f: Callable, init: Any, xs: Any, length: int | None, reverse: 
     # the blocks run first in either direction (reverse: the last rows are the blocked ones)
     carry, ys = scan(block, init, tree(grouped) if grouped else None, length=None if grouped else blocks,
                      reverse=reverse)
+    if ys is None:                  # the step has no per-step output
+        if rest:
+            carry, _ = scan(f, carry, tree(left), length=None if left else rest, reverse=reverse)
+        return carry, None
     ys_flat, y_spec = tree_flatten(ys)
     ys_flat = [y.reshape(blocks * k, *y.shape[2:]) for y in ys_flat]
     if rest:

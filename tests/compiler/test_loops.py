@@ -379,3 +379,17 @@ def test_a_step_traced_again_is_the_same_body_so_eager_programs_are_reused():
     for i in range(3):
         ref = ref * sg.tanh(p) + table[i] * 0.2
     np.testing.assert_allclose(other.detach().numpy(), ref.detach().numpy(), rtol=1e-15)  # a new constant: new step
+
+
+@pytest.mark.parametrize("every", [3, 5])
+def test_checkpointed_scan_whose_step_has_no_output(every):
+    xs = sg.tensor(np.linspace(0.0, 1.0, 10))
+
+    def run(a, **kw):
+        return sg.scan(lambda c, x: (c * a + x, None), sg.tensor(0.5, dtype=sg.float64), xs, **kw)
+    c, ys = run(sg.tensor(0.9, dtype=sg.float64), checkpoint_every=every)
+    assert ys is None
+    g = sg.grad(lambda a: run(a, checkpoint_every=every)[0])(sg.tensor(0.9, dtype=sg.float64))
+    ref = sg.grad(lambda a: run(a)[0])(sg.tensor(0.9, dtype=sg.float64))
+    np.testing.assert_allclose(g.numpy(), ref.numpy(), rtol=1e-13)
+    np.testing.assert_allclose(c.numpy(), run(sg.tensor(0.9, dtype=sg.float64))[0].numpy(), rtol=1e-15)
