@@ -641,3 +641,24 @@ __all__ = [
 __all__ += [*_more_ops_all, "distributions", "special"]  # eager/more_ops.py, sg.special
 __all__ += ["block_diag", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "diag_embed", "inverse", "logdet",
             "matrix_exp", "matrix_power", "pinverse", "slogdet"]  # eager/linalg_ops.py
+from .nn.toplevel import (  # noqa: E402  (torch's top-level spellings of torch.nn.functional ops)
+    adaptive_avg_pool1d,
+    avg_pool1d,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    cosine_similarity,
+    dropout,
+    layer_norm,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
+from .nn.toplevel import __all__ as _toplevel_all  # noqa: E402
+
+__all__ += _toplevel_all
