@@ -355,7 +355,8 @@ def failure_report(name: str, runs: dict[str, Run]) -> str | None:
 def corpus(request, tmp_path_factory) -> dict[str, dict[str, Run]]:
     """All selected programs (``-k`` narrows the set), run once per session on the worker threads."""
     selected = {item.callspec.params["name"] for item in request.session.items
-                if getattr(item, "originalname", None) == "test_program_prints_what_torch_prints"}
+                if getattr(item, "originalname", None) == "test_program_prints_what_torch_prints"
+                and item.path == request.path and hasattr(item, "callspec")}
     return run_corpus(tmp_path_factory.mktemp("programs"), [n for n in PROGRAMS if n in selected])
 
 

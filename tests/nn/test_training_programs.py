@@ -83,7 +83,7 @@ def _run(source: str) -> str:
     return buf.getvalue()
 
 
-def test_program_prints_what_torch_prints():
+def test_training_program_prints_what_torch_prints():
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
