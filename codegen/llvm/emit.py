@@ -55,8 +55,8 @@ from .values import (  # noqa: F401  (names importers of this module use)
     Mapped,
     Sc,
     Value,
-    _objects,
     c_strides,
+    object_array,
     operands,
     storage,
 )
@@ -314,7 +314,7 @@ class Emitter(Views):
         lines, outs = scalar.scalar_lines(sub, inputs, self.fresh)
         self.lines.run(lines)
         for st, elems in zip(run, outs):
-            vals[st.target] = Sc(_objects([str(e) for e in elems], tuple(st.shape)), st.dtype)
+            vals[st.target] = Sc(object_array([str(e) for e in elems], tuple(st.shape)), st.dtype)
 
     def statement(self, st: Any, vals: dict) -> Value:
         if isinstance(st, ir.Size):
@@ -322,7 +322,7 @@ class Emitter(Views):
             count = math.prod(a.shape[int(d) % max(len(a.shape), 1)] for d in st.axes) if a.shape else 1
             v = Val(const(count, ll_type(st.dtype)), ll_type(st.dtype), float(count) if st.dtype.startswith("float")
                     else count)
-            return Sc(_objects([self.const_text(v)], ()), st.dtype)
+            return Sc(object_array([self.const_text(v)], ()), st.dtype)
         if isinstance(st, ir.Index | ir.Reshape | ir.Transpose | ir.Broadcast):
             return self.view(st, self.lookup(vals, st.arg))
         if isinstance(st, ir.Concat):
@@ -457,7 +457,7 @@ class Emitter(Views):
 
         if math.prod(kshape) <= SCALAR_LIMIT:
             elems = [one(kidx) for kidx in np.ndindex(*kshape)]
-            out = Sc(_objects(elems, kshape), st.dtype)
+            out = Sc(object_array(elems, kshape), st.dtype)
             if st.keepdims:
                 return Sc(out.elems.reshape(tuple(st.shape)), st.dtype)
             return out
@@ -496,14 +496,14 @@ class Emitter(Views):
             out: dict[str, Value] = {}
             for q in body.params:
                 if q.group == "carry":
-                    out[q.name] = Sc(_objects([self.bind(c, "_c") for c in carry], tuple(q.shape)), st.dtype)
+                    out[q.name] = Sc(object_array([self.bind(c, "_c") for c in carry], tuple(q.shape)), st.dtype)
                 elif q.group == "row":
                     elems = [self.get(xs, (k,) + tuple(ix)) for ix in np.ndindex(*q.shape)]
-                    out[q.name] = Sc(_objects(elems, tuple(q.shape)), q.dtype)
+                    out[q.name] = Sc(object_array(elems, tuple(q.shape)), q.dtype)
                 elif q.group == "step":
                     s = k if st.start == 0 else self.iadd(k, st.start)
                     s = Val(str(s), "i64", s) if isinstance(s, int) else Val(s, "i64")
-                    out[q.name] = Sc(_objects([self.bind(s, "_k")], ()), "int64")
+                    out[q.name] = Sc(object_array([self.bind(s, "_k")], ()), "int64")
                 else:
                     out[q.name] = consts[q.index]
             return out
@@ -537,7 +537,7 @@ class Emitter(Views):
             for j, c in enumerate(final):
                 self.store(buf, st.dtype, j, self.bind(c))
             return Buf(buf, st.dtype, (total,), (1,))
-        return Sc(_objects([self.bind(c) for c in final], (wc,)), st.dtype)
+        return Sc(object_array([self.bind(c) for c in final], (wc,)), st.dtype)
 
     def elements(self, v: Value) -> list[str]:
         if isinstance(v, Sc):
@@ -653,7 +653,7 @@ class Emitter(Views):
                 if math.prod(q.shape) <= SCALAR_LIMIT:
                     b = Buf(ptr, q.dtype, tuple(q.shape), c_strides(tuple(q.shape)))
                     elems = [self.get(b, tuple(ix)) for ix in np.ndindex(*q.shape)]
-                    inputs[q.name] = Sc(_objects(elems, tuple(q.shape)), q.dtype)
+                    inputs[q.name] = Sc(object_array(elems, tuple(q.shape)), q.dtype)
                 else:
                     inputs[q.name] = Buf(ptr, q.dtype, tuple(q.shape), c_strides(tuple(q.shape)))
             else:
@@ -662,7 +662,7 @@ class Emitter(Views):
                     x = Val(f.op(f"icmp ne i8 {x.text}, 0"), "i1")
                 elif ll_type(q.dtype) != kind:
                     x = self.lines.convert(x, ll_type(q.dtype))
-                inputs[q.name] = Sc(_objects([self.bind(x, "_arg")], ()), q.dtype)
+                inputs[q.name] = Sc(object_array([self.bind(x, "_arg")], ()), q.dtype)
         for j, spec in enumerate(specs):
             if spec[3] == "array":
                 self.outs.arrays[j] = ptrs[f"%o{j}"]

@@ -75,7 +75,7 @@ def c_strides(shape: tuple) -> tuple:
     return tuple(reversed(out))
 
 
-def _objects(items: list, shape: tuple) -> np.ndarray:
+def object_array(items: list, shape: tuple) -> np.ndarray:
     out = np.empty(len(items), dtype=object)
     for k, x in enumerate(items):
         out[k] = x

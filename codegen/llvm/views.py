@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import ir
 from ..numba import scalar
-from .values import SCALAR_LIMIT, Buf, Idx, Mapped, Sc, Value, _objects, c_strides, storage
+from .values import SCALAR_LIMIT, Buf, Idx, Mapped, Sc, Value, c_strides, object_array, storage
 
 if TYPE_CHECKING:
     from .emit import Emitter
@@ -27,7 +27,7 @@ class Views:
             raise ir.Unsupported(f"llvm: no value named {name!r}")
         dtype = "bool" if lit in ("True", "False") else "float64" if any(c in lit for c in ".eE") else "int64"
         text = lit if dtype == "bool" else f"numpy.{dtype}({lit})"
-        return Sc(_objects([text], ()), dtype)
+        return Sc(object_array([text], ()), dtype)
 
     def view(self, st: Any, a: Value) -> Value:
         """A view statement (Index, Reshape, Transpose, Broadcast) of ``a``."""
@@ -38,7 +38,7 @@ class Views:
             pos = self.positions(st, np.arange(n_in, dtype=np.int64).reshape(in_shape))
             elems = [self.get(a, tuple(int(i) for i in np.unravel_index(int(p), in_shape)) if in_shape else ())
                      for p in pos.reshape(-1)]
-            return Sc(_objects(elems, shape), a.dtype)
+            return Sc(object_array(elems, shape), a.dtype)
         if isinstance(a, Sc):
             a = self.to_buf(a)
         if isinstance(a, Buf):
