@@ -161,3 +161,24 @@ def broadcast_all(*values: Any, dtype: Any = None) -> list[Any]:
 
 
 LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
+
+
+class LocScale(Distribution):
+    """A real-valued family with a location and a positive scale, broadcast together (Normal, Laplace)."""
+
+    arg_constraints = {"loc": real, "scale": positive}
+    support = real
+    has_rsample = True
+
+    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        numbers = not isinstance(loc, TensorBase) and not isinstance(scale, TensorBase)
+        super().__init__(Size(()) if numbers else self.loc.shape, validate_args=validate_args)
+
+    @property
+    def mean(self) -> Any:
+        return self.loc
+
+    @property
+    def mode(self) -> Any:
+        return self.loc

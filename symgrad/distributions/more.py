@@ -15,7 +15,7 @@ from ..eager.linalg_ops import cholesky, solve_triangular
 from ..eager.tensor import Tensor
 from ..nn.functional import softplus
 from . import distribution as D
-from .distribution import Distribution, broadcast_all
+from .distribution import Distribution, LocScale, broadcast_all
 from .simple import Bernoulli, Categorical, Normal, Uniform
 
 __all__ = ["Exponential", "Laplace", "MultivariateNormal", "kl_divergence", "register_kl"]
@@ -74,25 +74,8 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(LocScale):
     """The Laplace distribution ``Laplace(loc, scale)``; ``rsample`` inverts the cdf of ``uniform_(eps - 1, 1)``."""
-
-    arg_constraints = {"loc": D.real, "scale": D.positive}
-    support = D.real
-    has_rsample = True
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        numbers = not isinstance(loc, TensorBase) and not isinstance(scale, TensorBase)
-        super().__init__(Size(()) if numbers else self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:

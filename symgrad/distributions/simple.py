@@ -15,28 +15,11 @@ from ..eager.more_ops import erfinv
 from ..eager.tensor import Tensor
 from ..nn.losses import binary_cross_entropy_with_logits
 from . import distribution as D
-from .distribution import LOG_SQRT_2PI, Distribution, broadcast_all
+from .distribution import LOG_SQRT_2PI, Distribution, LocScale, broadcast_all
 
 
-class Normal(Distribution):
+class Normal(LocScale):
     """The normal distribution ``N(loc, scale^2)``; ``rsample`` is reparameterised (``loc + eps * scale``)."""
-
-    arg_constraints = {"loc": D.real, "scale": D.positive}
-    support = D.real
-    has_rsample = True
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        numbers = not isinstance(loc, TensorBase) and not isinstance(scale, TensorBase)
-        super().__init__(Size(()) if numbers else self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def stddev(self) -> Tensor:

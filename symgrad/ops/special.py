@@ -1,7 +1,7 @@
 """Special functions SymPy's printers cannot emit as numpy (``erfinv``, ``lgamma``, ``digamma``, ``polygamma``, Bessel
-``i0``/``i1`` and their scaled forms, ``ndtri``, ``log_ndtr``, ``erfcx``): one op, ``special``, whose ``name`` attr picks the
-``scipy.special`` function; evaluated and lowered (``ir.Call``) through ``codegen.arrayfns.special``. Its VJPs are
-fused expressions of the result and other ``special`` nodes (digamma's derivative is ``polygamma(1, x)``), so
+``i0``/``i1`` and their scaled forms, ``ndtri``, ``log_ndtr``, ``erfcx``): one op, ``special``, whose ``name`` attr
+picks the ``scipy.special`` function; evaluated and lowered (``ir.Call``) through ``codegen.arrayfns.special``. Its VJPs
+are fused expressions of the result and other ``special`` nodes (digamma's derivative is ``polygamma(1, x)``), so
 derivatives of any order are graph nodes."""
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _vjp(node: Node, g: Node) -> tuple:
     if name == "i1e":          # i0e(x) - i1e(x) * (sign(x) + 1 / x), 1/2 at 0
         return (_fused(g0 * sp.Piecewise((sp.Rational(1, 2), sp.Eq(x1, 0)), (A[3] - o2 * (sp.sign(x1) + 1 / x1), True)),
                        g, x, node, _sp(x, "i0e"), dtype=dt),)
-    raise NotImplementedError(f"special: no derivative of {name}")
+    raise KeyError(f"special: {name!r} is not one of {sorted(NAMES)}")    # every registered name has a rule above
 
 
 def _lower(node: Node, target: str, args: list[str]) -> list:
