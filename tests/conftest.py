@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 from typing import Any
 
 os.environ["SYMGRAD_COMPILE"] = "sync"    # before symgrad is imported, and for the scripts tests run
@@ -40,6 +41,20 @@ def _fresh_state():
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
     sg.set_grad_enabled(True)
+
+
+@pytest.fixture(autouse=True)
+def _order_free_generators(request):
+    """A test module's numpy generators (module-level ``np.random.Generator``s) reseeded from the test's id before
+    it runs: what a test draws from them does not depend on which tests ran before it in this worker (pytest-xdist
+    hands tests out in a varying order). Values drawn at import, the module's constants, are unchanged."""
+    module = getattr(request, "module", None)
+    if module is not None:
+        seed = zlib.crc32(request.node.nodeid.encode())
+        for name, value in list(vars(module).items()):
+            if isinstance(value, np.random.Generator):
+                setattr(module, name, np.random.default_rng(seed))
+    yield
 
 
 # ---------------------------------------------------------------------------- dtypes and conversion
