@@ -234,6 +234,17 @@ class _Helper:
             raise OSError(f"the compile helper process exited at start (code {code})")
         return proc
 
+    def warm_up(self) -> None:
+        """Start the helper now (from the worker thread), so that its start-up (an interpreter importing numba) runs
+        while the caller traces, not during the calls after that; a failure to start is left for ``compile``."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            return
+        try:
+            self._start()
+        except (OSError, HelperError) as exc:
+            log.debug("symgrad: the compile helper did not start early (%s)", exc)
+
     def compile(self, folder: Path, source: str | None, name: str, prefix: str, desc: Sequence[tuple],
                 ir: bytes | None = None) -> dict:
         """Compile function ``name`` of the kernel ``source`` (kept in the cache ``folder`` under ``prefix``) for
@@ -350,18 +361,19 @@ def _helper_usable() -> bool:
     return MODE != "thread" and os.name == "posix" and _HELPER.unavailable is None and not cache_disabled()
 
 
+def warm_helper() -> None:
+    """From the worker thread, for a new program whose kernel the cache does not hold: start the helper process (if
+    it will compile that kernel and is not running), so that the program's hot call does not wait on its start."""
+    if _helper_usable() and not _CLOSING:
+        _HELPER.warm_up()
+
+
 def remote_emission() -> bool:
-    """Whether a kernel's numba source is best emitted in the helper process (which then compiles it): there is
-    one, and the cache folder holds no numba kernel yet. In a folder that does (the source of this kernel was not
-    remembered, e.g. after an upgrade of symgrad), emitting here may find the same text compiled already, where
-    sending the IR to the helper would wait for its start-up first."""
-    if not _helper_usable():
-        return False
-    try:
-        with os.scandir(cache_dir()) as entries:
-            return not any(e.name.startswith("numba_") and e.name.endswith(".py") for e in entries)
-    except OSError:
-        return True
+    """Whether a kernel's numba source is best emitted in the helper process (which then compiles it): wherever there
+    is one. Emitting here imports and runs the emitter in a thread of this process, which holds the GIL against the
+    caller's calls (measured: W1's calls 2-3 at n=10^6 took 5-7x a first-tier call); the helper is started while the
+    program's first call runs (``warm_helper``), so sending it the IR waits on no start-up."""
+    return _helper_usable()
 
 
 def build(source: str | None, name: str, prefix: str, desc: Sequence[tuple], ir: bytes | None = None,

@@ -27,7 +27,7 @@ from codegen import emit_numpy, emitted, load_kernel, runtime
 from ..core.graph import Node, toposort
 from ..derive.simplify import simplify_graph
 from ..ops import source as _src
-from . import background, llvm_tier
+from . import background, llvm_tier, memory
 from . import stats as _stats
 from .loops import share_histories
 from .lower import lower
@@ -113,6 +113,7 @@ class Program:
         self.fn, self.path = load_kernel(self.source, self.kernel.name, prefix=prefix)
         t2 = time.perf_counter()
         self.specs = [(o.dtype, o.shape) for o in outs]
+        memory.keep_pages(self.specs)       # the later calls' outputs: no page faults
         self.hot_after = HOT_CALLS if hot_after is None else hot_after
         if torch_order and runtime.rounds_otherwise_in_numba(self.kernel):
             self.hot_after = 1 << 62  # eager numbers follow torch's: the numba kernel would round otherwise
@@ -143,6 +144,7 @@ class Program:
             return
         src = self._remembered(tier)
         if src is None or not background.on_disk(src, self.kernel.name, "numba"):
+            background.warm_helper()       # the hot call will queue a compile: its helper starts meanwhile
             return
         t0 = time.perf_counter()
         jit, path = load_kernel(src, self.kernel.name, prefix="numba")

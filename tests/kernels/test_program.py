@@ -397,7 +397,7 @@ def test_exit_while_compiling_leaves_no_process_behind(tmp_path):
         assert p.returncode == 0, stderr[-3000:]
         line = next(x for x in stdout.splitlines() if x.startswith("HELPER"))
         _, pid, pending = line.split()
-        assert int(pending) == 1, "the compile was still running when the script ended"
+        assert int(pending) >= 1, "the compile was still running when the script ended"  # (and the helper starting)
         if where == "process":
             assert int(pid) > 0
             with pytest.raises(ProcessLookupError):

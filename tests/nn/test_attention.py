@@ -153,7 +153,7 @@ def test_multihead_attention(case):
     (out * sg.tensor(g)).sum().backward()
     (ref * torch.tensor(g)).sum().backward()
     _close(qs.grad, qt.grad, 1e-9, 1e-11)
-    for (name, p), (_, pt) in zip(ms.named_parameters(), mt.named_parameters()):
+    for (_, p), (_, pt) in zip(ms.named_parameters(), mt.named_parameters()):
         _close(p.grad, pt.grad, 1e-9, 1e-11)
 
 
@@ -210,7 +210,7 @@ def test_encoder_layer_train(kw):
     out.sum().backward()
     ref.sum().backward()
     _close(xs.grad, xt.grad, 1e-9, 1e-11)
-    for (name, p), (_, pt) in zip(ms.named_parameters(), mt.named_parameters()):
+    for (_, p), (_, pt) in zip(ms.named_parameters(), mt.named_parameters()):
         _close(p.grad, pt.grad, 1e-9, 1e-11)
 
 
