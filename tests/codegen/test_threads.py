@@ -128,3 +128,16 @@ def test_adaptive_only_for_parallel_sources(monkeypatch):
     monkeypatch.delenv("SYMGRAD_ADAPTIVE_THREADS")
     monkeypatch.setattr(threads, "controls", lambda: None)
     assert threads.adaptive(f, "for c in numba.prange(n):") is None   # no threads started yet: ask again
+
+
+def test_a_setting_only_a_little_faster_is_not_chosen():
+    """A median within ``MARGIN`` of the chosen setting's is noise (a virtual machine's calls spread widely)."""
+    m = Machine(cost={2: 0.25e-3, 1: 0.2e-3})       # one thread 1.25x faster: under the margin
+    a = adaptive(m)
+    for _ in range(200):
+        a(1.0)
+    assert a.threads == "all"
+    m.cost = {2: 0.25e-3, 1: 0.1e-3}                # 2.5x: chosen once the looks' samples show it
+    for _ in range(WINDOW * MAX_EVERY + 2):
+        a(1.0)
+    assert a.threads == "one"
