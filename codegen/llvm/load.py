@@ -112,6 +112,30 @@ def compile_module(mod: Module) -> Callable:
     return _caller(mod, cfunc)
 
 
+def compile_ir(text: str, name: str) -> int:
+    """The address of function ``name`` of the LLVM IR ``text`` (no libm calls), compiled into this process's
+    engine at O3. Raises ``Unsupported`` where numpy's array layout is not the one the kernels read."""
+    with _lock:
+        llvm = _init()
+        tag = f"sg{next(_serial)}"
+        tm = _state["tm"]
+        m = llvm.parse_assembly(text.replace(f"@{name}(", f"@{tag}("))
+        m.triple = tm.triple
+        m.data_layout = str(tm.target_data)
+        m.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(m, pb)
+        ee = _state.get("ee")
+        if ee is None:
+            ee = _state["ee"] = llvm.create_mcjit_compiler(m, tm)
+        else:
+            ee.add_module(m)
+        ee.finalize_object()
+        _state["modules"].append(m)
+        return ee.get_function_address(tag)
+
+
 def _called(text: str) -> list[str]:
     return [line.split("@", 1)[1].split("(", 1)[0] for line in text.splitlines() if line.startswith("declare")]
 

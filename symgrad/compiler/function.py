@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from codegen import fastcall as _fastcall
 from codegen import threads as _threads
 
 from ..core import dtypes
@@ -491,6 +492,17 @@ class CompiledFunction:
             result = "r"        # the kernel's own pair (value, gradient): nothing to pack
         self._install_call(names, [f"type({n}) is float" for n in names],
                            [f"r = _entry({', '.join(kargs)})", f"return {result}"], ns, "fast path")
+        if kargs == names:
+            # the caller's floats are the kernel's arguments: the checks and the packing of its result tuple can
+            # run in machine code (codegen.fastcall), which takes the Python frame off the call
+            k = len(e.out_specs) - 1
+            grads: Any = 1 if self._single else tuple(range(1, 1 + k))
+            pack = {"fn": 0, "grad": grads, "value_and_grad": (0, grads)}[self.mode]
+            native = _fastcall.guarded(entry, functools.partial(CompiledFunction.__call__, self), nargs,
+                                       name=getattr(self.fn, "__name__", "compiled"),
+                                       pack=None if pack == tuple(range(len(e.out_specs))) else pack)
+            if native is not None:
+                self.__class__.__call__ = native
 
     def _install_call(self, names: list[str], guards: list[str], fast: list[str], ns: dict[str, Any],
                       label: str) -> None:

@@ -6,6 +6,7 @@ import pytest
 import scipy.optimize as so
 
 import symgrad as sg
+from codegen import fastcall
 from codegen.numba_cache import jit_stats
 from symgrad.compiler.function import STATS
 
@@ -179,6 +180,8 @@ def test_float_fast_path_is_the_general_path_for_floats_only():
     for _ in range(3):
         vg(1.0, 2.0)
     assert isinstance(vg, sg.CompiledFunction) and type(vg) is not sg.CompiledFunction   # generated __call__
+    if fastcall.available():       # the checks in machine code (codegen.fastcall): no Python frame on the call
+        assert type(type(vg).__dict__["__call__"]).__name__ == "builtin_function_or_method"
     for a, b in [(0.3, -2.0), (-1.5, 4.0)]:
         v, (ga, gb) = vg(a, b)
         assert all(type(r) is float for r in (v, ga, gb))
