@@ -1,16 +1,15 @@
 """A parallel kernel run on all of numba's threads or on the calling thread alone, whichever has been faster lately.
 
-On a machine whose cores other processes keep busy, a ``prange`` kernel waits for the thread the
-scheduler put aside: on the 2-core development machine at load 7, W1 at 10**6 took 22 ms a call
-(median) on two threads and 0.9 ms on one, where an idle machine gives 0.12 ms on two and 0.24 ms
-on one. ``Adaptive(fn, controls)`` wraps such a kernel: it times every call, runs the setting whose
-last ``WINDOW`` calls have the lower median by ``MARGIN`` (switching as soon as the chosen one's median
-passes ``MARGIN`` times the other's, whose samples then start afresh), and now and then (after ``FIRST`` calls, then at
-doubling intervals up to ``MAX_EVERY`` while the choice holds) runs the other one to see
-whether the machine changed. The first all-thread call after one-thread calls wakes the sleeping
-workers and is not timed (a look at all threads times the call after it). One thread is
-``set_num_threads(1)`` around the call (numba's setting is per calling thread, restored after,
-also on an exception).
+On a machine whose cores other processes keep busy, a ``prange`` kernel waits for the thread the scheduler put
+aside: on the 2-core development machine at load 7, W1 at 10**6 took 22 ms a call (median) on two threads and
+0.9 ms on one, where an idle machine gives 0.12 ms on two and 0.24 ms on one. ``Adaptive(fn, controls)`` wraps
+such a kernel: it times every call, runs the setting whose last ``WINDOW`` calls have the lower median, one
+thread only when ``MARGIN`` times faster (switching as soon as the chosen one's median passes the other's, or
+``MARGIN`` times one thread's; the other's samples then start afresh), and now and then (after ``FIRST``
+calls, then at doubling intervals up to ``MAX_EVERY`` while the choice holds) runs the other one to see
+whether the machine changed. The first all-thread call after one-thread calls wakes the sleeping workers and
+is not timed (a look at all threads times the call after it). One thread is ``set_num_threads(1)`` around the
+call (numba's setting is per calling thread, restored after, also on an exception).
 
 The numba emitter's kernels give the same result on any number of threads (float sums add their
 chunk partials in chunk order, ``render``), so the choice changes no value. ``SYMGRAD_ADAPTIVE_THREADS=0``
@@ -26,16 +25,16 @@ from collections.abc import Callable
 from typing import Any
 
 #: Calls per setting whose median decides.
-WINDOW = 3
+WINDOW = 5
 #: The first look at the other setting is after this many calls; the interval doubles while the
 #: choice holds, up to ``MAX_EVERY`` calls, and starts again at ``FIRST`` when it changes.
 FIRST = 4
 MAX_EVERY = 64
-#: How much faster (median) the other setting must be to be chosen. A virtual machine's call times spread
-#: widely at no load (W1 at 10**6 on the 2-core development machine: 0.12-1.4 ms on two threads, median 0.2,
-#: against 0.4 on one), so a median of three all-thread calls often passes one-thread calls' for a moment;
-#: a busy machine's difference is 10-25x.
-MARGIN = 1.5
+#: How much faster (median) one thread must be to be chosen over all; all threads are chosen back as soon
+#: as they are faster. A virtual machine's call times spread widely at no load (W1 at 10**6 on the 2-core
+#: development machine: 0.12-1.4 ms on two threads, median 0.2, against 0.4 on one), so a median of a few
+#: all-thread calls often passes one-thread calls' for a moment; a busy machine's difference is 10-25x.
+MARGIN = 2.0
 
 Controls = tuple[Callable[[], int], Callable[[int], None]]
 
@@ -116,7 +115,7 @@ class Adaptive:
             del s[0]
         if look:
             self._decide()
-        elif self.samples[1 - k] and _median(s) > MARGIN * _median(self.samples[1 - k]):
+        elif self.samples[1 - k] and _median(s) > (MARGIN if k == 0 else 1.0) * _median(self.samples[1 - k]):
             # the chosen setting got slower than the other was: switch now, and time the other afresh (its
             # samples may be from a luckier moment)
             self.samples[1 - k].clear()
@@ -130,7 +129,7 @@ class Adaptive:
             ma, mb = _median(a), _median(b)
             if best == 0 and ma > MARGIN * mb:
                 best = 1
-            elif best == 1 and mb > MARGIN * ma:
+            elif best == 1 and mb > ma:
                 best = 0
         if best != self.choice:
             self._switch(best)

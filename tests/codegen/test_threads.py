@@ -49,7 +49,7 @@ def test_one_thread_wins_on_a_busy_machine():
         a(1.0)
     # only the looks back at all threads, two calls each (the first wakes the workers: not timed)
     assert m.ran_on[FIRST:] == [1] * 3 + [2, 2] + [1] * 7 + [2, 2] + [1] * 6
-    assert len(a.samples[0]) == FIRST - 1 and a.threads == "one"
+    assert FIRST - 1 <= len(a.samples[0]) <= WINDOW and a.threads == "one"
     assert m.n == 2                         # the caller's setting restored after every call
 
 
@@ -86,10 +86,11 @@ def test_a_slowdown_of_the_chosen_setting_switches_without_waiting_for_a_look():
     a = adaptive(m)
     for _ in range(40):
         a(1.0)
-    assert a.threads == "all" and a.next - a.calls > 2
+    assert a.threads == "all" and a.next - a.calls > WINDOW
     m.cost = {2: 20e-3, 1: 1e-3}
-    a(1.0)
-    assert a.threads == "all"               # one slow call: the median of the last WINDOW holds
+    for _ in range(WINDOW // 2):
+        a(1.0)
+    assert a.threads == "all"               # a minority of slow calls: the median of the last WINDOW holds
     a(1.0)
     assert a.threads == "one" and m.ran_on[-2:] == [2, 2] and a.samples[1] == []
     for _ in range(3):
