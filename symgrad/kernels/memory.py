@@ -6,11 +6,12 @@ the system when freed, so a program with two 8 MB outputs (W2 at n=10^6) grows t
 trims it on every call: measured, 10-12 ms a call of its numba kernel against 4.5 ms without the faults, and its
 second numpy-tier call 1.4-1.6x the later ones where only one output is large.
 
-``keep_pages`` (called once per new program, before its first run) allocates blocks of the outputs' sizes and
-frees them (the threshold rises), allocates them again from the heap and touches them, and then allocates a small
-*pin* above them that is never freed: freed, they are a chunk in the middle of the heap, which malloc keeps (and
-reuses for the next outputs) instead of trimming. This is what a caching allocator does (torch's, XLA's); the
-memory kept is bounded by ``KEEP_MAX`` for the process. Elsewhere than glibc it does nothing.
+``keep_pages`` (called once per new program, before its first run) allocates and frees one block of about the
+outputs' total size, up to 32 MiB (mapped and unmapped: the threshold rises to its size, and the trim threshold to
+twice that), then allocates blocks of the outputs' sizes, which now come from the heap, touches and frees them: the
+heap keeps them, faulted in, for the next calls' outputs. This is what a caching allocator does (torch's, XLA's);
+the memory kept is what glibc's own thresholds allow, and bounded by ``KEEP_MAX`` of outputs for the process.
+Elsewhere than glibc it does nothing.
 """
 from __future__ import annotations
 
@@ -24,12 +25,11 @@ import numpy as np
 MMAP_MIN, MMAP_MAX = 128 << 10, 32 << 20
 #: bytes of output blocks kept for the whole process
 KEEP_MAX = 256 << 20
-#: the pin's size: larger than the small free chunks malloc's bins hold, so that it comes from the heap's top
-PIN = 256 << 10
+#: what the raised threshold exceeds the outputs' total by (the heap's free top, small blocks made meanwhile)
+SLACK = 1 << 20
 
 GLIBC = hasattr(os, "confstr") and "CS_GNU_LIBC_VERSION" in os.confstr_names
 _kept = 0
-_pins: list[np.ndarray] = []
 
 
 def output_bytes(specs: Sequence[tuple[Any, tuple]]) -> list[int]:
@@ -49,14 +49,14 @@ def keep_pages(specs: Sequence[tuple[Any, tuple]]) -> bool:
     global _kept
     sizes = [n for n in output_bytes(specs) if MMAP_MIN <= n <= MMAP_MAX]
     total = sum(sizes)
-    if not GLIBC or not sizes or _kept + total > KEEP_MAX:
+    if not GLIBC or not sizes or total > 2 * MMAP_MAX - SLACK or _kept + total > KEEP_MAX:
         return False
-    blocks = [np.empty(n, np.uint8) for n in sizes]
-    del blocks                                     # mapped, then unmapped: the threshold rises past these sizes
+    raise_to = min(MMAP_MAX, total + SLACK)
+    block = np.empty(raise_to, np.uint8)
+    del block                                      # mapped, then unmapped: the thresholds rise
     blocks = [np.empty(n, np.uint8) for n in sizes]
     for b in blocks:
         b[::4096] = 0                              # from the heap now: faulted in once, here
-    _pins.append(np.empty(PIN, np.uint8))
-    del blocks
+    del blocks                                     # a free top under the trim threshold: kept
     _kept += total
     return True

@@ -1,35 +1,43 @@
 """kernels.memory: a new program's large outputs find the heap grown and faulted in on its later calls."""
 from __future__ import annotations
 
-import ctypes
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from symgrad.core import dtypes
-from symgrad.kernels import background, memory
+from symgrad.kernels import memory
 
 pytestmark = pytest.mark.skipif(not memory.GLIBC, reason="keep_pages acts on glibc's malloc only")
 
-_libc = ctypes.CDLL(None)
-_libc.sbrk.restype = ctypes.c_void_p
-_libc.sbrk.argtypes = [ctypes.c_ssize_t]
-
-
-def _brk() -> int:
-    return _libc.sbrk(0)
+_CHECK = r"""
+import ctypes, json
+import numpy as np
+from symgrad.kernels import memory
+libc = ctypes.CDLL(None)
+libc.sbrk.restype = ctypes.c_void_p
+libc.sbrk.argtypes = [ctypes.c_ssize_t]
+n = 1_234_567                          # two 9.9 MB outputs, as W2's at 10**6
+kept = memory.keep_pages([(np.float64, (n,)), (np.float64, (n,))])
+moved = []
+for _ in range(3):                     # a call's outputs, made and dropped: does the program break move?
+    brk = libc.sbrk(0)
+    outs = [np.ones(n) for _ in range(2)]
+    grown = libc.sbrk(0) != brk
+    del outs
+    moved.append([grown, libc.sbrk(0) != brk])
+print(json.dumps({"kept": kept, "moved": moved}))
+"""
 
 
 def test_outputs_of_kept_sizes_neither_grow_nor_trim_the_heap():
-    sizes = [(dtypes.float64, (1_234_567,)), (dtypes.float64, (1_234_567,))]   # two 9.9 MB outputs, as W2's
-    background.wait(60)                # no compile of an earlier test allocating meanwhile
-    assert memory.keep_pages(sizes)
-    for _ in range(3):                 # a call's outputs, made and dropped: the program break does not move
-        brk = _brk()
-        outs = [np.ones(1_234_567) for _ in sizes]
-        assert _brk() == brk
-        del outs
-        assert _brk() == brk
+    """In a new process (a long-lived one's heap is anyone's): the outputs come from the kept pages."""
+    out = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res == {"kept": True, "moved": [[False, False]] * 3}, res
 
 
 def test_sizes_outside_the_threshold_range_or_unknown_are_left_alone():
