@@ -601,6 +601,16 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:  # noqa: A00
     return out if input.is_floating_point() else _cast(out, input.dtype)
 
 
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
+    """The elements of ``input`` where ``mask`` is true, a 1-d tensor (the two broadcast first)."""
+    if not isinstance(mask, TensorBase) or mask.dtype is not dtypes.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
+    t = input if tuple(input.shape) == shape else input.expand(*shape)
+    picked = np.nonzero(np.broadcast_to(mask._data, shape))
+    return _index(t, [_arr(p) for p in picked], "MaskedSelectBackward0")
+
+
 def masked_fill_(input: Tensor, mask: Tensor, value: Any) -> Tensor:  # noqa: A002
     """``masked_fill`` in place."""
     _mask_check(mask, value)

@@ -252,6 +252,39 @@ def index_put(t: Any, indices: Any, values: Any, accumulate: bool = False, *, in
     return _apply(index_put_op, t, values, index=spec, accumulate=bool(accumulate), fn="IndexPutBackward0")
 
 
+def masked_scatter(t: Any, mask: Any, source: Any, *, inplace: bool = False) -> Any:
+    """``t.masked_scatter(mask, source)``: the first ``mask.sum()`` elements of ``source`` (row-major) written
+    where ``mask`` is true (``masked_scatter_`` with ``inplace``; out of place, ``t`` and ``mask`` broadcast)."""
+    if not isinstance(mask, TensorBase) or mask.dtype is not dtypes.bool:
+        dt = mask.dtype if isinstance(mask, TensorBase) else dtypes.result_type(mask)
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{dtypes.torch_type_name(dt)}")
+    if not isinstance(source, TensorBase):
+        raise TypeError(f"masked_scatter(): argument 'source' (position 2) must be Tensor, not "
+                        f"{type(source).__name__}")
+    if source.dtype != t.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{dtypes.torch_type_name(t.dtype)} and {dtypes.torch_type_name(source.dtype)}")
+    shape = tuple(t._data.shape)
+    if not inplace:
+        shape = broadcast_shapes(shape, tuple(mask.shape))
+        if shape != tuple(t._data.shape):
+            t = t.expand(*shape)
+    elif len(mask.shape) > len(shape) or broadcast_shapes(shape, tuple(mask.shape)) != shape:
+        raise RuntimeError(f"masked_scatter_: the mask of shape {_shape_list(tuple(mask.shape))} does not "
+                           f"broadcast to the tensor's shape {_shape_list(shape)}")
+    if tuple(mask.shape) != shape:
+        mask = make_tensor(np.broadcast_to(mask._data, shape))
+    n = int(np.count_nonzero(mask._data))
+    if source.numel() < n:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    spec = normalize_index(_masks_to_arrays((mask,), shape), shape)
+    values = source.reshape(-1)[:n]
+    if inplace:
+        return write(t, spec, values, fn="MaskedScatterBackward0")
+    return _apply(index_put_op, t, values, index=spec, accumulate=False, fn="MaskedScatterBackward0")
+
+
 def index_add(t: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1, inplace: bool = False) -> Any:
     """``t.index_add(dim, index, source, alpha=alpha)``: ``alpha * source`` added along ``dim`` at the
     positions ``index`` (repeats add up); ``index_add_`` with ``inplace``."""

@@ -695,3 +695,45 @@ def test_repeated_targets_keep_the_last_write_eager_and_compiled(dtype):
         v, g = vg(arr)
         assert_close(np.asarray(v, dtype=dtype), np.asarray(tv, dtype=dtype), what=f"compiled value, call {call}")
         assert_close(g, tg, what=f"compiled grad, call {call}")
+
+
+# ---------------------------------------------------------------------------- masked_scatter / masked_select
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("mask_shape", [(2, 3), (3,), (2, 1)])
+def test_masked_scatter_and_select_match_torch(dtype, mask_shape):
+    base = RNG.standard_normal((2, 3))
+    mask = RNG.standard_normal(mask_shape) > 0
+    mask.flat[0] = True
+    src = RNG.standard_normal(7)
+    weight = RNG.standard_normal((2, 3))
+    outs = {}
+    for lib in (sg, torch):
+        b = lib.tensor(base.astype(dtype), requires_grad=True)
+        s = lib.tensor(src.astype(dtype), requires_grad=True)
+        m = lib.tensor(mask)
+        scattered = b.masked_scatter(m, s)
+        selected = b.masked_select(m)
+        ((scattered * lib.tensor(weight.astype(dtype))).sum() + (selected ** 2).sum()).backward()
+        outs[lib] = scattered, selected, b.grad, s.grad
+    for a, e in zip(outs[sg], outs[torch]):
+        assert_close(a, e)
+    assert grad_fn_name(outs[sg][0]) == "MaskedScatterBackward0"
+    assert grad_fn_name(outs[sg][1]) == "MaskedSelectBackward0"
+
+
+def test_masked_scatter_in_place_and_errors_match_torch():
+    outs = []
+    for lib in (sg, torch):
+        x = lib.zeros(2, 3)
+        y = x.masked_scatter_(lib.tensor([[True, False, True], [False, True, False]]), lib.arange(1.0, 7.0))
+        assert y is x
+        outs.append(x)
+    assert_close(*outs)
+    for args in [lambda lib: (lib.zeros(3), lib.ones(3), lib.ones(3)),
+                 lambda lib: (lib.zeros(3), lib.ones(3, dtype=lib.bool), lib.ones(2)),
+                 lambda lib: (lib.zeros(3), lib.ones(3, dtype=lib.bool), lib.ones(3, dtype=lib.float64))]:
+        assert_same_error(lambda a=args: sg.Tensor.masked_scatter(*a(sg)),
+                          lambda a=args: torch.Tensor.masked_scatter(*a(torch)))
+    assert_same_error(lambda: sg.zeros(3).masked_select(sg.ones(3)),
+                      lambda: torch.zeros(3).masked_select(torch.ones(3)))

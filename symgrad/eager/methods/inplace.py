@@ -148,6 +148,13 @@ class InPlaceMethods:
     def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
         return _ip.index_add(self, dim, index, source, alpha=alpha, inplace=True)
 
+    def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
+        """A copy with the first ``mask.sum()`` elements of ``source`` written where ``mask`` is true."""
+        return _ip.masked_scatter(self, mask, source)
+
+    def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
+        return _ip.masked_scatter(self, mask, source, inplace=True)
+
     clip_ = clamp_
 
     # composites of registry ops (``eager/composite.py``), as methods

@@ -29,6 +29,7 @@ class SelectionMethods:
     select = _composite.select
     narrow = _composite.narrow
     masked_fill = _composite.masked_fill
+    masked_select = _composite.masked_select
     sort = _composite.sort
     argsort = _composite.argsort
     topk = _composite.topk
