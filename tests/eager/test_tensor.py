@@ -389,3 +389,19 @@ def test_result_layout_decides_view_and_reshape_like_torch(expr: str):
         c = r.contiguous()
         return viewable, grad_fn_name(r.reshape(-1)), r.is_contiguous(), grad_fn_name(c), c.is_contiguous()
     same(f)
+
+
+STRIDE_EXPRS = ["a", "a.permute(2, 0, 1)", "a[:, None]", "a.unsqueeze(-1)", "a.unsqueeze(0).transpose(0, 1)",
+                "a[:, 1:2]", "a[..., ::2]", "torch.zeros(3, 1).expand(3, 5)", "torch.arange(3.0)[None].expand(2, 3)",
+                "torch.zeros(1, 3).t()", "torch.zeros(2, 0, 3)", "a[0, 0]", "torch.tensor(1.0)",
+                "a.reshape(2, 1, 12).squeeze(1)", "torch.zeros(3).unsqueeze(1).unsqueeze(0)", "a.flatten(1)",
+                "a.transpose(1, 2).contiguous()", "a.t() if a.ndim == 2 else a.mT"]
+
+
+@pytest.mark.parametrize("expr", STRIDE_EXPRS)
+def test_stride_matches_torch(expr: str):
+    """``stride()`` and ``stride(dim)`` give torch's element steps, also on size-1 and empty dims."""
+    def f(lib):
+        r = eval(expr, {"a": lib.arange(24.0).reshape(2, 3, 4), "torch": lib})
+        return r.stride(), [r.stride(d) for d in range(-r.ndim, r.ndim)], r.is_contiguous()
+    same(f)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core import dtypes
 from ...core.dtypes import DType
-from ...ops import REGISTRY
+from ...ops import REGISTRY, normalize_dims
 from .. import composite as _composite
 from ..base import TensorBase
 from ..basic import _cast
@@ -90,6 +90,21 @@ class ConversionMethods:
 
     def is_contiguous(self) -> bool:
         return builtins.bool(self._data.flags.c_contiguous)
+
+    def stride(self, dim: Any = None) -> Any:
+        """The step in elements between neighbours along each dim (one dim's with ``dim``), torch's values: a
+        size-1 dim numpy gives stride 0 (``unsqueeze``, ``None``) has the extent of the dims after it."""
+        arr = self._data
+        out = [st // arr.itemsize for st in arr.strides]
+        for d in builtins.range(arr.ndim - 1, -1, -1):
+            if (arr.shape[d] == 1 and out[d] == 0) or arr.size == 0:  # an empty tensor: C-order strides
+                out[d] = out[d + 1] * builtins.max(arr.shape[d + 1], 1) if d + 1 < arr.ndim else 1
+        if dim is None:
+            return tuple(out)
+        if not out:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        (d,) = normalize_dims(dim, arr.ndim)
+        return out[d]
 
     def clone(self) -> Tensor:
         return _apply(REGISTRY["clone"], self)
