@@ -282,6 +282,26 @@ def index_add(a: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any 
     return a.index_add(dim, index, source, alpha=alpha)
 
 
+def scatter(a: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None) -> Tensor:
+    """``a`` with ``src`` (or the number ``value``) written along ``dim`` at ``index``."""
+    return a.scatter(dim, index, src, value=value)
+
+
+def scatter_add(a: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """``a`` with ``src`` added along ``dim`` at ``index`` (repeated indices add up)."""
+    return a.scatter_add(dim, index, src)
+
+
+def masked_select(a: Tensor, mask: Tensor) -> Tensor:
+    """The elements of ``a`` where ``mask`` is true, a 1-d tensor."""
+    return a.masked_select(mask)
+
+
+def masked_scatter(a: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """``a`` with the first ``mask.sum()`` elements of ``source`` written where ``mask`` is true."""
+    return a.masked_scatter(mask, source)
+
+
 def detach(a: Tensor) -> Tensor:
     return a.detach()
 

@@ -358,8 +358,41 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
     return _pair("kthvalue", *_kth(t, k - 1, d, keepdim, "KthvalueBackward0", "propagate"))
 
 
-#: torch.return_types.kthvalue / median / nanmedian: named (values, indices) pairs
-_PAIRS = {n: type(n, (return_types._ValuesIndices,), {"__slots__": ()}) for n in ("kthvalue", "median", "nanmedian")}
+def _mode_index(row: np.ndarray) -> int:
+    """The index torch's mode picks in one slice: the last occurrence of the smallest most frequent value."""
+    order = np.argsort(row, kind="stable")
+    ranked = row[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])  # NaN != NaN: each NaN a run of its own
+    counts = np.diff(np.r_[starts, ranked.size])
+    run = int(np.argmax(counts))
+    return int(order[starts[run]:starts[run] + counts[run]].max())
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:  # noqa: A002
+    """The most frequent value along ``dim`` (the smallest of equally frequent ones) and the index of its last
+    occurrence (``values, indices``); the gradient goes to that element."""
+    t = _t(input)
+    _concrete(t, "mode")
+    d = _dim(t, dim)
+    x = t if t.ndim else t.reshape(1)
+    data = np.moveaxis(x._data, d, -1)
+    if data.shape[-1] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    rows = data.reshape(-1, data.shape[-1])
+    picked = np.array([_mode_index(r) for r in rows], np.int64).reshape(data.shape[:-1] + (1,))
+    idx = np.ascontiguousarray(np.moveaxis(picked, -1, d))
+    values = _gather(x, d, idx, "ModeBackward0") if x.is_floating_point() else make_tensor(
+        np.take_along_axis(x._data, idx, d))
+    indices = make_tensor(idx)
+    if not keepdim or t.ndim == 0:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+        values = _named(values, "ModeBackward0") if values.requires_grad else values
+    return _pair("mode", values, indices)
+
+
+#: torch.return_types.kthvalue / median / nanmedian / mode: named (values, indices) pairs
+_PAIRS = {n: type(n, (return_types._ValuesIndices,), {"__slots__": ()})
+          for n in ("kthvalue", "median", "nanmedian", "mode")}
 
 
 def _pair(name: str, values: Tensor, indices: Tensor) -> Any:
@@ -559,7 +592,7 @@ def i0(input: Any) -> Tensor:  # noqa: A002
 
 
 _METHOD_NAMES = ("diff", "nan_to_num", "repeat_interleave", "tensor_split", "kron", "cross", "addmm", "addmv",
-                 "baddbmm", "erfinv", "lgamma", "digamma", "i0", "median", "nanmedian", "kthvalue", "unique",
+                 "baddbmm", "erfinv", "lgamma", "digamma", "i0", "median", "nanmedian", "kthvalue", "mode", "unique",
                  "histc", "mvlgamma")
 
 

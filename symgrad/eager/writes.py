@@ -252,6 +252,68 @@ def index_put(t: Any, indices: Any, values: Any, accumulate: bool = False, *, in
     return _apply(index_put_op, t, values, index=spec, accumulate=bool(accumulate), fn="IndexPutBackward0")
 
 
+def scatter(t: Any, dim: int, index: Any, src: Any = None, *, value: Any = None, add: bool = False,
+            inplace: bool = False) -> Any:
+    """``t.scatter(dim, index, src)``: ``out[i][index[i][j]] = src[i][j]`` along ``dim`` (``value``: a number
+    written instead; ``add``: ``scatter_add``, repeated indices add up; ``inplace``: the ``_`` forms)."""
+    name = "scatter_add" if add else "scatter"
+    if src is None and value is None:
+        raise TypeError(f"{name}() missing required argument 'src'")
+    if add and not isinstance(src, TensorBase):
+        raise TypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not {type(src).__name__}")
+    if not isinstance(index, TensorBase):
+        raise TypeError(f"{name}(): argument 'index' (position 2) must be Tensor, not {type(index).__name__}")
+    if src is not None and not isinstance(src, TensorBase):
+        src, value = None, src
+    idx = np.asarray(index._data)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if isinstance(src, TensorBase) and src.dtype != t.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    shape = tuple(t._data.shape)
+    nd = max(len(shape), 1)
+    if idx.ndim != len(shape) and not (len(shape) <= 1 and idx.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    (d,) = normalize_dims(dim, len(shape)) if shape else (normalize_dims(dim, 0) or (0,))
+    full = shape or (1,)
+    idx = idx.reshape(idx.shape or (1,)).astype(np.int64)
+    if src is not None:
+        sshape = tuple(src.shape) or (1,)
+        if len(sshape) != nd and idx.size:
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+        if idx.size and (any(idx.shape[k] > full[k] for k in range(nd) if k != d)
+                         or any(idx.shape[k] > sshape[k] for k in range(nd))):
+            raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} apart from "
+                               f"dimension {d} and to be no larger size than src {list(src.shape)}")
+    elif idx.size and any(idx.shape[k] > full[k] for k in range(nd) if k != d):
+        raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} apart from "
+                           f"dimension {d}")
+    n = full[d]
+    if idx.size and (idx.max() >= n or idx.min() < -n):
+        bad = int(idx.max() if idx.max() >= n else idx.min())
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    if src is not None:
+        values = src.reshape(sshape) if not src.shape else src
+        if tuple(values.shape) != idx.shape:
+            values = values[tuple(slice(0, k) for k in idx.shape)]
+        fn = "ScatterAddBackward0" if add else "ScatterBackward0"
+    else:
+        _check_value(t, value)
+        values = make_tensor(np.full(idx.shape, _py(value), dtype=t._data.dtype))
+        fn = "ScatterBackward1"
+    grids = np.indices(idx.shape)
+    spec = tuple(("a", tuple(int(v) for v in (idx % n if k == d else grids[k]).ravel()), idx.shape)
+                 for k in range(nd))
+    if not shape:  # a 0-d tensor: the one element
+        values = values.reshape(()) if idx.size else values
+        spec = WHOLE if idx.size else spec
+        if not idx.size:
+            return t if inplace else t.clone()
+    if inplace:
+        return write(t, spec, values, accumulate=add, fn=fn)
+    return _apply(index_put_op, t, values, index=spec, accumulate=add, fn=fn)
+
+
 def masked_scatter(t: Any, mask: Any, source: Any, *, inplace: bool = False) -> Any:
     """``t.masked_scatter(mask, source)``: the first ``mask.sum()`` elements of ``source`` (row-major) written
     where ``mask`` is true (``masked_scatter_`` with ``inplace``; out of place, ``t`` and ``mask`` broadcast)."""

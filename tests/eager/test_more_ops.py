@@ -116,6 +116,25 @@ def test_median_picks_lower_middle_and_propagates_nan():
     assert repr(r).startswith("torch.return_types.kthvalue(") and int(r.indices) == 2
 
 
+@pytest.mark.parametrize("data", [[1, 1, 2, 2], [2, 2, 1, 1], [3, 1, 3, 1, 2], [5.0, 5.0, np.nan, np.nan],
+                                  [0.0, -0.0, 1.0], [7], [[1.0, 2.0, 2.0], [3.0, 3.0, 1.0]], [[4, 4], [1, 2]]])
+def test_mode_picks_smallest_most_frequent_and_its_last_index(data):
+    for dim in range(-np.ndim(data), np.ndim(data)):
+        for keepdim in (False, True):
+            a = sg.tensor(data).mode(dim, keepdim=keepdim)
+            b = torch.tensor(data).mode(dim, keepdim=keepdim)
+            np.testing.assert_array_equal(a.values.numpy(), b.values.numpy())
+            np.testing.assert_array_equal(np.signbit(a.values.numpy()), np.signbit(b.values.numpy()))
+            np.testing.assert_array_equal(a.indices.numpy(), b.indices.numpy())
+            assert repr(a).startswith("torch.return_types.mode(") and str(a.values.dtype) == str(b.values.dtype)
+    xs = [lib.tensor([[1.0, 2.0, 2.0], [3.0, 3.0, 1.0]], requires_grad=True) for lib in (sg, torch)]
+    outs = [x.mode(1) for x in xs]
+    assert type(outs[0].values.grad_fn).__name__ == type(outs[1].values.grad_fn).__name__ == "ModeBackward0"
+    for out, w in zip(outs, (sg.tensor([2.0, -1.0]), torch.tensor([2.0, -1.0]))):
+        (out.values * w).sum().backward()
+    np.testing.assert_array_equal(xs[0].grad.numpy(), xs[1].grad.numpy())
+
+
 def test_unique_bucketize_searchsorted_histc():
     data = np.array([[3, 1, 2], [3, 3, 0]])
     for kw in ({}, {"return_inverse": True}, {"return_counts": True}, {"return_inverse": True, "return_counts": True},

@@ -737,3 +737,54 @@ def test_masked_scatter_in_place_and_errors_match_torch():
                           lambda a=args: torch.Tensor.masked_scatter(*a(torch)))
     assert_same_error(lambda: sg.zeros(3).masked_select(sg.ones(3)),
                       lambda: torch.zeros(3).masked_select(torch.ones(3)))
+
+
+# ---------------------------------------------------------------------------- scatter / scatter_add
+
+SCATTERS = [  # (self shape, dim, index, src shape or a number)
+    ((3, 3), 0, [[0, 1, 2], [2, 0, 1]], (2, 3)),
+    ((3, 4), 1, [[3], [0], [1]], (3, 2)),
+    ((2, 5), 1, [[0, 0, 1], [4, 4, 4]], (2, 3)),
+    ((2, 5), -1, [[1, 2], [0, 3]], 2.5),
+    ((4,), 0, [1, 1, 3], (3,)),
+    ((3, 4), 0, [[2, 1]], (3, 4)),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("case", SCATTERS)
+@pytest.mark.parametrize("add", [False, True])
+def test_scatter_and_scatter_add_match_torch(case, add, dtype):
+    shape, dim, index, src = case
+    if add and not isinstance(src, tuple):
+        return
+    base = RNG.standard_normal(shape)
+    srcs = RNG.standard_normal(src) if isinstance(src, tuple) else src
+    weight = RNG.standard_normal(shape)
+    outs = {}
+    for lib in (sg, torch):
+        b = lib.tensor(base.astype(dtype), requires_grad=True)
+        # torch's backward refuses a src larger than index (its gradient has index's shape): no grad there
+        fits = isinstance(src, tuple) and src == np.shape(index)
+        s = lib.tensor(srcs.astype(dtype), requires_grad=fits) if isinstance(src, tuple) else srcs
+        idx = lib.tensor(index)
+        out = b.scatter_add(dim, idx, s) if add else b.scatter(dim, idx, s)
+        (out * lib.tensor(weight.astype(dtype))).sum().backward()
+        again = b.detach().clone()
+        getattr(again, "scatter_add_" if add else "scatter_")(dim, idx, s.detach() if add or isinstance(src, tuple)
+                                                              else s)
+        outs[lib] = out, b.grad, (s.grad if fits else None), again, grad_fn_name(out)
+    for a, e in zip(outs[sg][:4], outs[torch][:4]):
+        assert_close(a, e)
+    assert outs[sg][4] == outs[torch][4]
+
+
+def test_scatter_errors_match_torch():
+    for make in [lambda lib: lib.zeros(3, 4).scatter(1, lib.tensor([[5]]), 1.0),
+                 lambda lib: lib.zeros(3, 4).scatter(1, lib.tensor([[0]]), lib.ones(1, 1, dtype=lib.float64)),
+                 lambda lib: lib.zeros(3, 4).scatter_add(1, lib.tensor([[0]]), lib.ones(1, 1, dtype=lib.float64)),
+                 lambda lib: lib.zeros(3, 4).scatter(1, lib.tensor([[0, 1]]), lib.ones(1, 1)),
+                 lambda lib: lib.zeros(3, 4).scatter(1, lib.tensor([0]), 1.0),
+                 lambda lib: lib.zeros(3, 4).scatter_add(1, lib.tensor([[0]]), 2.0),
+                 lambda lib: lib.zeros(3, 4).scatter(1, lib.tensor([[0.0]]), 2.0)]:
+        assert_same_error(lambda m=make: m(sg), lambda m=make: m(torch))

@@ -148,6 +148,20 @@ class InPlaceMethods:
     def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
         return _ip.index_add(self, dim, index, source, alpha=alpha, inplace=True)
 
+    def scatter(self, dim: int, index: Tensor, src: Any = None, *, value: Any = None) -> Tensor:
+        """A copy with ``src`` (or the number ``value``) written along ``dim`` at ``index``."""
+        return _ip.scatter(self, dim, index, src, value=value)
+
+    def scatter_(self, dim: int, index: Tensor, src: Any = None, *, value: Any = None) -> Tensor:
+        return _ip.scatter(self, dim, index, src, value=value, inplace=True)
+
+    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """A copy with ``src`` added along ``dim`` at ``index`` (repeated indices add up)."""
+        return _ip.scatter(self, dim, index, src, add=True)
+
+    def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        return _ip.scatter(self, dim, index, src, add=True, inplace=True)
+
     def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
         """A copy with the first ``mask.sum()`` elements of ``source`` written where ``mask`` is true."""
         return _ip.masked_scatter(self, mask, source)
