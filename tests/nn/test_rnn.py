@@ -195,3 +195,83 @@ def test_compiled_lstm_matches_eager():
     assert_close(value, loss.detach().numpy(), rtol=1e-6)
     for k, p in lstm.named_parameters():
         assert_close(grads[k], p.grad.numpy(), rtol=1e-5, atol=1e-6, what=k)
+
+
+LENGTHS = [2, 4, 1]
+PACKED = [
+    ("LSTM", lambda nn: nn.LSTM(3, 4, batch_first=True), False),
+    ("GRU 2 layers h0", lambda nn: nn.GRU(3, 4, 2, batch_first=True), True),
+    ("RNN relu bidirectional", lambda nn: nn.RNN(3, 4, nonlinearity="relu", bidirectional=True, batch_first=True),
+     False),
+    ("LSTM bidirectional 2 layers h0", lambda nn: nn.LSTM(3, 4, 2, bidirectional=True, batch_first=True), True),
+    ("LSTM proj", lambda nn: nn.LSTM(3, 4, proj_size=2, batch_first=True), False),
+]
+
+
+@pytest.mark.parametrize("sort", [False, True], ids=["unsorted", "sorted"])
+@pytest.mark.parametrize("name,make,with_h0", PACKED, ids=[c[0] for c in PACKED])
+def test_packed_sequence_input_matches_torch(name, make, with_h0, sort):
+    """A ``PackedSequence`` (sorted by ``pack_padded_sequence`` or given in decreasing length) runs as torch's
+    packed layers: packed outputs, final states in the batch's order, grad_fn names, every gradient."""
+    tm, sm = _seeded(make, "float64")
+    lengths = sorted(LENGTHS, reverse=True) if sort else LENGTHS
+    x = RNG.standard_normal((3, 4, 3))
+    tx, sx = torch.tensor(x, requires_grad=True), sg.tensor(x, requires_grad=True)
+    tp = torch.nn.utils.rnn.pack_padded_sequence(tx, torch.tensor(lengths), batch_first=True, enforce_sorted=sort)
+    sp = sg.nn.utils.rnn.pack_padded_sequence(sx, sg.tensor(lengths), batch_first=True, enforce_sorted=sort)
+    targs, sargs = [tp], [sp]
+    if with_h0:
+        dirs = tm.num_layers * (2 if tm.bidirectional else 1)
+        hs = [RNG.standard_normal((dirs, 3, 4)) for _ in range(2 if name.startswith("LSTM") else 1)]
+        th = [torch.tensor(h, requires_grad=True) for h in hs]
+        shs = [sg.tensor(h, requires_grad=True) for h in hs]
+        targs.append(tuple(th) if len(hs) == 2 else th[0])
+        sargs.append(tuple(shs) if len(hs) == 2 else shs[0])
+    to, so = tm(*targs), sm(*sargs)
+    assert type(so[0]).__name__ == "PackedSequence"
+    assert so[0].batch_sizes.tolist() == to[0].batch_sizes.tolist()
+    assert repr(so[0].sorted_indices) == repr(to[0].sorted_indices)
+    tflat = [to[0].data, *_flat(to[1])]
+    sflat = [so[0].data, *_flat(so[1])]
+    for k, (t, s) in enumerate(zip(tflat, sflat)):
+        assert_close(s, t, what=f"{name} output {k}", **_tol("float64"))
+        assert s.grad_fn.name() == t.grad_fn.name(), f"{name} output {k}"
+    ups = [RNG.standard_normal(tuple(t.shape)) for t in tflat]
+    torch.autograd.backward(tflat, [torch.tensor(u) for u in ups])
+    sg.autograd.backward(sflat, [sg.tensor(u) for u in ups])
+    assert_close(sx.grad, tx.grad, what=f"{name} input grad", **_tol("float64"))
+    if with_h0:
+        for s, t in zip(shs, th):
+            assert_close(s.grad, t.grad, what=f"{name} h0 grad", **_tol("float64"))
+    for (n, tparam), (_, sparam) in zip(tm.named_parameters(), sm.named_parameters()):
+        assert_close(sparam.grad, tparam.grad, what=f"{name} {n}.grad", **_tol("float64"))
+    padded_t, lens_t = torch.nn.utils.rnn.pad_packed_sequence(to[0], batch_first=True)
+    padded_s, lens_s = sg.nn.utils.rnn.pad_packed_sequence(so[0], batch_first=True)
+    assert_close(padded_s, padded_t.detach(), **_tol("float64"))
+    assert lens_s.tolist() == lens_t.tolist() == lengths
+
+
+def test_packed_sequence_errors_match_torch():
+    def run(t):
+        rnn = t.nn.GRU(3, 4)
+        packed = t.nn.utils.rnn.pack_sequence([t.ones(3, 3), t.ones(2, 3)])
+        return rnn(packed, t.zeros(1, 3, 4))
+    assert_same_error(lambda: run(sg), lambda: run(torch))
+
+
+def test_float32_lstm_packed_equal_lengths_runs_as_padded():
+    """torch's float32 LSTM runs a packed batch without padding through oneDNN (packed data a view of the padded
+    output); unequal lengths take the packed layers (CatBackward0)."""
+    for lengths in ([3, 3], [3, 2]):
+        def run(t, lengths=lengths):
+            t.manual_seed(0)
+            lstm = t.nn.LSTM(3, 4, num_layers=2)
+            seqs = [t.ones(n, 3) * (k + 1) * 0.3 for k, n in enumerate(lengths)]
+            out, (h, c) = lstm(t.nn.utils.rnn.pack_sequence(seqs))
+            (out.data.sum() + c.sum()).backward()
+            return out.data, h, c, lstm.weight_ih_l0.grad
+        got, ref = run(sg), run(torch)
+        for s, t in zip(got, ref):
+            assert_close(s, t.detach())
+        for s, t in zip(got[:3], ref[:3]):
+            assert s.grad_fn.name() == t.grad_fn.name(), lengths

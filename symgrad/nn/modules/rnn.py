@@ -1,9 +1,12 @@
 """``RNN``, ``LSTM``, ``GRU`` (``num_layers``, ``batch_first``, ``bidirectional``, inter-layer ``dropout``, LSTM
-``proj_size``, unbatched inputs) and ``RNNCell`` / ``LSTMCell`` / ``GRUCell``, with torch's parameter names,
-creation order and initialisation (every parameter ``U(-1/sqrt(hidden), 1/sqrt(hidden))`` in registration order,
-so a seeded model has torch's weights). The recurrences are compositions of registry ops in torch's CPU order
-(the input projection of a whole layer first, then per step ``linear(h, w_hh, b_hh) + x_proj[t]``), one Python
-iteration per time step, so they record, differentiate and print like any other module."""
+``proj_size``, unbatched and ``PackedSequence`` inputs) and ``RNNCell`` / ``LSTMCell`` / ``GRUCell``, with torch's
+parameter names, creation order and initialisation (every parameter ``U(-1/sqrt(hidden), 1/sqrt(hidden))`` in
+registration order, so a seeded model has torch's weights). The recurrences are compositions of registry ops in
+torch's CPU order (the input projection of a whole layer first, then per step ``linear(h, w_hh, b_hh) + x_proj[t]``),
+one Python iteration per time step, so they record, differentiate and print like any other module. A
+``PackedSequence`` runs as torch's packed CPU layers: the input projection of all packed rows first, then per step
+the rows of the sequences still running (a finished sequence's state kept aside, the reverse direction taking
+sequences in as they start)."""
 from __future__ import annotations
 
 import math
@@ -18,6 +21,7 @@ from ...eager.tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -184,11 +188,14 @@ class RNNBase(Module):
         batch = input.size(0) if self.batch_first else input.size(1)
         return functional.zeros(self.num_layers * (2 if self.bidirectional else 1), batch, size, dtype=input.dtype)
 
-    def _run(self, input: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:  # noqa: A002
-        """The layers over ``input`` (time-major after ``batch_first``); ``states`` are the stacked initial states
-        (h, and c for LSTM). Returns the last layer's outputs and the stacked final states."""
+    def _run(self, input: Tensor, states: list[Tensor],  # noqa: A002
+             batch_first: bool | None = None) -> tuple[Tensor, list[Tensor]]:
+        """The layers over ``input`` (time-major after ``batch_first``, the module's unless given); ``states`` are
+        the stacked initial states (h, and c for LSTM). Returns the last layer's outputs and the stacked final
+        states."""
+        batch_first = self.batch_first if batch_first is None else batch_first
         step = _STEPS[self.mode]
-        x = input.transpose(0, 1) if self.batch_first else input
+        x = input.transpose(0, 1) if batch_first else input
         steps = x.size(0)
         dirs = 2 if self.bidirectional else 1
         finals: list[list[Tensor]] = [[] for _ in states]
@@ -218,9 +225,99 @@ class RNNBase(Module):
             x = basic.cat(outs, 2) if dirs == 2 else outs[0]
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        if self.batch_first:  # torch's RNN and GRU return a transpose of another overload than LSTM's
+        if batch_first:  # torch's RNN and GRU return a transpose of another overload than LSTM's
             x = x.transpose(0, 1) if self.mode == "LSTM" else _named(x.transpose(0, 1), "TransposeBackward1")
         return x, [basic.stack(f) for f in finals]
+
+    def _packed_direction(self, xp: Tensor, sizes: list[int], state: tuple[Tensor, ...], reverse: bool,
+                          weights: tuple[Any, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """One direction of a layer over packed rows ``xp`` (already projected): torch's ``PackedLayer`` /
+        ``ReversedPackedLayer``. Returns the packed outputs and the final states in batch order."""
+        step = _STEPS[self.mode]
+        outs: list[Tensor] = []
+        if not reverse:
+            done: list[tuple[Tensor, ...]] = []
+            offset, last = 0, sizes[0]
+            for b in sizes:
+                if b < last:  # sequences b..last ended at the previous step
+                    done.append(tuple(s[b:last] for s in state))
+                    state = tuple(s[:b] for s in state)
+                state = step(xp[offset:offset + b], state, *weights)
+                outs.append(state[0])
+                offset, last = offset + b, b
+            done.append(state)
+            done.reverse()
+            final = tuple(basic.cat([d[i] for d in done], 0) for i in range(len(state)))
+            return basic.cat(outs, 0), final
+        initial, offset, last = state, xp.size(0), sizes[-1]
+        state = tuple(s[:last] for s in initial)
+        for b in reversed(sizes):
+            if b > last:  # sequences last..b start here, from their initial state
+                state = tuple(basic.cat([s, i[last:b]], 0) for s, i in zip(state, initial))
+            state = step(xp[offset - b:offset], state, *weights)
+            outs.append(state[0])
+            offset, last = offset - b, b
+        outs.reverse()
+        return basic.cat(outs, 0), state
+
+    def _run_packed(self, data: Tensor, sizes: list[int], states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        """The layers over packed ``data`` (``sizes``: the batch size of each step)."""
+        dirs = 2 if self.bidirectional else 1
+        finals: list[list[Tensor]] = [[] for _ in states]
+        x = data
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(dirs):
+                k = layer * dirs + direction
+                params = [getattr(self, n) for n in self._all_weights[k]]
+                b_ih, b_hh = (params[2], params[3]) if self.bias else (None, None)
+                w_hr = params[-1] if self.proj_size > 0 else None
+                xp = F.linear(x, params[0], b_ih)
+                out, state = self._packed_direction(xp, sizes, tuple(s[k] for s in states), direction == 1,
+                                                    (params[1], b_hh, w_hr))
+                outs.append(out)
+                for f, s in zip(finals, state):
+                    f.append(s)
+            x = basic.cat(outs, -1) if dirs == 2 else outs[0]
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, [basic.stack(f) for f in finals]
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[PackedSequence, list[Tensor]]:
+        """``forward`` of a ``PackedSequence``: ``hx`` (a list of stacked states, or None) is given in the batch's
+        own order, permuted by ``sorted_indices``; the final states come back in that order."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        dirs = self.num_layers * (2 if self.bidirectional else 1)
+        if hx is None:
+            sizes_of = [self._real_hidden()] + ([self.hidden_size] if self.mode == "LSTM" else [])
+            hx = [functional.zeros(dirs, sizes[0], n, dtype=data.dtype) for n in sizes_of]
+        elif sorted_indices is not None:
+            hx = [h.index_select(1, sorted_indices) for h in hx]
+        w = self._flat_weights[0]
+        if data.dtype != w.dtype:
+            raise ValueError(f"RNN input dtype ({data.dtype}) does not match weight dtype ({w.dtype}). Convert "
+                             f"input: input.to({w.dtype}), or convert model: model.to({data.dtype})")
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        if self.input_size != data.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{data.size(-1)}")
+        expected = [(dirs, sizes[0], self._real_hidden()), (dirs, sizes[0], self.hidden_size)]
+        for k, h in enumerate(hx):
+            msg = (f"Expected hidden[{k}] size {{}}, got {{}}"
+                   if self.mode == "LSTM" else "Expected hidden size {}, got {}")
+            self.check_hidden_size(h, expected[k], msg)
+        if (self.mode == "LSTM" and self.proj_size == 0 and data.dtype == dtypes.float32
+                and len(set(sizes)) == 1):
+            # torch's float32 LSTM takes a packed batch of equal lengths through oneDNN as a padded one
+            out, finals = self._run(data.view(len(sizes), sizes[0], -1), list(hx), batch_first=False)
+            out = out.view(-1, out.size(-1))
+        else:
+            out, finals = self._run_packed(data, sizes, list(hx))
+        if unsorted_indices is not None:
+            finals = [f.index_select(1, unsorted_indices) for f in finals]
+        return PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices), finals
 
     def extra_repr(self) -> str:
         s = "{input_size}, {hidden_size}"
@@ -246,6 +343,9 @@ class _SingleState(RNNBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:  # noqa: A002
         """``(output, h_n)``: the last layer's hidden states at every step and every layer's final one."""
+        if isinstance(input, PackedSequence):
+            packed, (h,) = self._forward_packed(input, None if hx is None else [hx])
+            return packed, h
         input, batched = self._prepare(input, hx, self._label)  # noqa: A001
         if hx is not None:
             if batched and hx.dim() != 3:
@@ -312,6 +412,9 @@ class LSTM(RNNBase):
     def forward(self, input: Tensor,  # noqa: A002
                 hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """``(output, (h_n, c_n))``."""
+        if isinstance(input, PackedSequence):
+            packed, (h, c) = self._forward_packed(input, None if hx is None else list(hx))
+            return packed, (h, c)
         if input.dim() not in (2, 3):
             raise ValueError(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
         input, batched = self._prepare(input, hx, "LSTM")  # noqa: A001

@@ -1,6 +1,6 @@
 """``torch.nn.utils.rnn``: ``pad_sequence`` / ``unpad_sequence`` and ``PackedSequence`` with ``pack_padded_sequence``,
 ``pad_packed_sequence``, ``pack_sequence``, ``unpack_sequence`` (writes and index reads, so gradients flow; the
-grad_fn names are torch's). symgrad's RNN modules take padded tensors, not ``PackedSequence``."""
+grad_fn names are torch's). The RNN modules take a ``PackedSequence`` as torch's do."""
 from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
