@@ -1,5 +1,4 @@
-"""Picking and placing values by index (gather, scatter, index_select, index_add), einsum, matrix products and a
-few torch.linalg routines on small well-conditioned matrices."""
+"""Values by index (gather, scatter, index_select, index_add), einsum, matrix products, small torch.linalg solves."""
 import torch
 
 scores = torch.tensor([[0.2, 0.5, 0.3], [0.7, 0.1, 0.2], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]])
