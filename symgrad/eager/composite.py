@@ -793,6 +793,27 @@ def floor_divide(input: Any, other: Any) -> Tensor:  # noqa: A002
     return make_tensor(np.asarray(out).astype(dt.np, copy=False))
 
 
+def div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:  # noqa: A002
+    """``torch.div(input, other, rounding_mode=...)``: the quotient truncated ('trunc') or floored ('floor') in
+    torch's result dtype; a float result reports ``DivBackward2`` and has a zero gradient, as in torch."""
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    dt = dtypes.result_type(input, other)
+    a, b = np.asarray(_data(input)).astype(dt.np), np.asarray(_data(other)).astype(dt.np)
+    if not dt.is_floating_point and (b == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+    with np.errstate(all="ignore"):
+        q = np.floor_divide(a, b)
+        if rounding_mode == "trunc":
+            q = np.trunc(np.true_divide(a, b)).astype(dt.np) if dt.is_floating_point else q + ((q < 0) & (q * b != a))
+    out = make_tensor(np.ascontiguousarray(q, dtype=dt.np))
+    grads = [x for x in (input, other) if isinstance(x, TensorBase) and x.requires_grad]
+    if dt.is_floating_point and grads:  # depends on neither input: their gradients are the symbolic zero
+        return _fused(A[len(grads)], *grads, out, fn="DivBackward2")
+    return out
+
+
 def _new(self: Tensor, data: np.ndarray, dtype: Any, requires_grad: bool) -> Tensor:
     dt = dtypes.from_any(dtype) if dtype is not None else self.dtype
     t = make_tensor(np.asarray(data).astype(dt.np))

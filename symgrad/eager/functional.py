@@ -200,11 +200,17 @@ def mul(a: Any, b: Any) -> Tensor:
     return _t(a).mul(b) if isinstance(a, Tensor) or not isinstance(b, Tensor) else b.__rmul__(a)
 
 
-def div(a: Any, b: Any) -> Tensor:
+def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Tensor:
+    return _t(a).div(b, rounding_mode=rounding_mode)
+
+
+divide = div
+
+
+def true_divide(a: Any, b: Any) -> Tensor:
     return _t(a).div(b)
 
 
-true_divide = divide = div
 subtract = sub
 multiply = mul
 

@@ -328,3 +328,42 @@ def test_boolean_mask_reads_are_differentiable_and_refused_while_tracing():
 def test_floor_division_has_no_gradient():
     x = sg.tensor([1.5, -2.5], requires_grad=True)
     assert not (x // 2).requires_grad
+
+
+DIV_ROUNDED = [
+    lambda L: L.tensor([7.0, -7.0, 7.5, -0.5, 0.0]).div(L.tensor([2.0, 2.0, -2.0, 3.0, -1.0]), rounding_mode="trunc"),
+    lambda L: L.div(L.tensor([7.0, -7.0, 7.5, -0.5]), L.tensor([2.0, 2.0, -2.0, 3.0]), rounding_mode="floor"),
+    lambda L: L.div(7, L.tensor([2, -2]), rounding_mode="trunc"),
+    lambda L: L.tensor([7, -7]).div(2.5, rounding_mode="trunc"),
+    lambda L: L.tensor([7, -7, 8, -8, 0], dtype=L.int32).div(L.tensor([2, 2, -3, 3, -5], dtype=L.int32),
+                                                           rounding_mode="trunc"),
+    lambda L: L.tensor([7, -7, 8, -8, 0]).divide(L.tensor([2, 2, -3, 3, -5]), rounding_mode="floor"),
+    lambda L: L.tensor([1.0, -1.0, 0.0]).div(0.0, rounding_mode="floor"),
+    lambda L: L.tensor([1.0, -1.0, 0.0], dtype=L.float64).div(0.0, rounding_mode="trunc"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(DIV_ROUNDED)))
+def test_div_rounding_modes_match_torch(k):
+    got, want = DIV_ROUNDED[k](sg), DIV_ROUNDED[k](torch)
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
+
+
+def test_div_rounded_has_zero_gradient_and_torch_errors():
+    grads = []
+    for lib in (sg, torch):
+        x = lib.tensor([1.5, -2.5], requires_grad=True)
+        y = x.div(lib.tensor([1.0, 2.0]), rounding_mode="floor")
+        assert grad_fn_name(y) == "DivBackward2"
+        (y.sum() + (x * x).sum()).backward()
+        grads.append(x.grad)
+    assert_close(*grads)
+    for bad in (lambda L: L.ones(2).div(2, rounding_mode="round"),
+                lambda L: L.tensor([1, 2]).div(L.tensor([0, 1]), rounding_mode="floor")):
+        with pytest.raises(RuntimeError) as te:
+            bad(torch)
+        with pytest.raises(RuntimeError) as se:
+            bad(sg)
+        assert str(se.value) == str(te.value)

@@ -34,7 +34,9 @@ class MathMethods:
     def mul(self, other: Any) -> Tensor:
         return _binary("mul", self, other)
 
-    def div(self, other: Any) -> Tensor:
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is not None:
+            return _composite.div_rounded(self, other, rounding_mode)
         return _binary("div", self, other)
 
     def true_divide(self, other: Any) -> Tensor:
