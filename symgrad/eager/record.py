@@ -134,6 +134,14 @@ def _same_dtype(inputs: Sequence[Any]) -> DType | None:
     return None if npd is None else dtypes.from_numpy_dtype(npd)
 
 
+
+def _scalar_array(value: Any, np_dtype: Any) -> np.ndarray:
+    """A Python number as a 0-d array of the op's dtype; an integer out of its range wraps, as torch's does."""
+    try:
+        return np.asarray(value, dtype=np_dtype)
+    except OverflowError:
+        return np.asarray(value).astype(np_dtype)
+
 def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: Any) -> Tensor:
     """Run ``op`` eagerly on tensors / Python numbers and record a node when grad is needed."""
     if _trace.active is not None:
@@ -160,7 +168,7 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
             arrays = [x._data for x in inputs]
         else:
             arrays = [x._data.astype(dt.np, copy=False) if isinstance(x, TensorBase) and op.name != "to" else
-                      x._data if isinstance(x, TensorBase) else np.asarray(_py(x), dtype=dt.np) for x in inputs]
+                      x._data if isinstance(x, TensorBase) else _scalar_array(_py(x), dt.np) for x in inputs]
         if len(arrays) > 1:
             s0 = arrays[0].shape
             if any(a.shape != s0 for a in arrays):

@@ -218,3 +218,13 @@ def test_forward_mode_and_second_derivatives_match_torch():
     hs = sg.hessian(lambda x: f(sg, F, x), sparse=True)(a)
     assert hs.nnz == 4  # elementwise: a diagonal Hessian
     np.testing.assert_allclose(hs.toarray(), th.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("expr", ["torch.tensor([1, 100], dtype=torch.int8) + 300",
+                                  "torch.tensor([1, 3], dtype=torch.uint8) - 2",
+                                  "torch.tensor([1, 2], dtype=torch.uint8) * 300",
+                                  "torch.tensor([5], dtype=torch.int16) * 70000"])
+def test_out_of_range_python_int_wraps_like_torch(expr):
+    got, want = eval(expr, {"torch": sg}), eval(expr, {"torch": torch})
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
