@@ -60,7 +60,8 @@ def _check_overlap(t: Any, value: Any, spec: tuple) -> None:
     if not isinstance(value, TensorBase) or not np.shares_memory(value._data, t._data):
         return
     if not any(e[0] == "a" for e in spec):
-        region = t._data[to_numpy_index(spec)]
+        index = to_numpy_index(spec)
+        region = t._data[index if any(e is Ellipsis for e in index) else index + (Ellipsis,)]  # a view, even 0-d
         a, b = region.__array_interface__, value._data.__array_interface__
         if a["data"] == b["data"] and region.shape == value._data.shape and region.strides == value._data.strides:
             return
@@ -185,6 +186,8 @@ def setitem(t: Any, index: Any, value: Any) -> None:
     _check_value(t, value)
     shape = tuple(t._data.shape)
     spec = normalize_index(_masks_to_arrays(index, shape), shape)
+    # a 0-d integer tensor indexes as the integer it holds (torch selects with it: t[i, j] += 1 writes a view)
+    spec = tuple(("i", e[1][0]) if e[0] == "a" and e[2] == () else e for e in spec)
     advanced = any(e[0] == "a" for e in spec)
     region = region_shape(shape, spec)
     _check_broadcast(t, value, region, advanced)

@@ -405,3 +405,14 @@ def test_stride_matches_torch(expr: str):
         r = eval(expr, {"a": lib.arange(24.0).reshape(2, 3, 4), "torch": lib})
         return r.stride(), [r.stride(d) for d in range(-r.ndim, r.ndim)], r.is_contiguous()
     same(f)
+
+
+@pytest.mark.parametrize("expr", ["x.ravel()", "x.t().ravel()", "x[:, ::2].ravel()", "torch.tensor(2.0).ravel()",
+                                  "x.type_as(torch.tensor([1]))", "x.type_as(torch.zeros(1, dtype=torch.float64))",
+                                  "x.type_as(x)"])
+def test_ravel_and_type_as_match_torch(expr: str):
+    def f(lib):
+        x = lib.arange(6.0).reshape(2, 3).requires_grad_()
+        r = eval(expr, {"x": x, "torch": lib})
+        return r.detach(), grad_fn_name(r), r.is_contiguous(), r.dtype == x.dtype
+    same(f)

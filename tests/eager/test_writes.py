@@ -788,3 +788,47 @@ def test_scatter_errors_match_torch():
                  lambda lib: lib.zeros(3, 4).scatter_add(1, lib.tensor([[0]]), 2.0),
                  lambda lib: lib.zeros(3, 4).scatter(1, lib.tensor([[0.0]]), 2.0)]:
         assert_same_error(lambda m=make: m(sg), lambda m=make: m(torch))
+
+
+# ---------------------------------------------------------------------------- t[i, j] += v (a write of its own view)
+
+AUGMENTED = [
+    lambda L, t: t.__setitem__((1, 2), t[1, 2] + 0) or t,
+    lambda L, t: t.__setitem__(0, t[0] * 2) or t,
+    lambda L, t: t.__setitem__((L.tensor(1), L.tensor(2)), t[L.tensor(1), L.tensor(2)] - 3) or t,
+    lambda L, t: t.__setitem__(L.tensor(2), t[L.tensor(2)] / 2) or t,
+    lambda L, t: t.__setitem__((L.tensor(1), slice(None), ), t[L.tensor(1)]) or t,
+]
+
+
+@pytest.mark.parametrize("k", range(len(AUGMENTED)))
+def test_augmented_assignment_through_an_index_matches_torch(k):
+    """``t[1, 2] += 1`` reads a view, adds in place, and writes the view back into itself: torch allows
+    that exact alias (also with 0-d integer tensors as indices, which index as integers)."""
+    outs = {}
+    for lib in (sg, torch):
+        w = lib.arange(12.0, dtype=lib.float64).reshape(3, 4).requires_grad_()
+        t = w.clone()
+        AUGMENTED[k](lib, t)
+        view = t[1, 2]
+        view += 5  # the in-place form Python runs for t[1, 2] += 5
+        t[1, 2] = view
+        (t * lib.arange(12.0, dtype=lib.float64).reshape(3, 4)).sum().backward()
+        outs[lib] = t, w.grad, grad_fn_name(t)
+    for a, e in zip(outs[sg][:2], outs[torch][:2]):
+        assert_close(a, e)
+    assert outs[sg][2] == outs[torch][2]
+
+
+def test_counting_with_augmented_assignment_matches_torch():
+    got = []
+    for lib in (sg, torch):
+        counts = lib.zeros(3, 3, dtype=lib.long)
+        for i, j in zip(lib.tensor([2, 0, 1, 2, 2]), lib.tensor([2, 1, 1, 2, 0])):
+            counts[i, j] += 1
+        hist = lib.zeros(4)
+        for v in (0, 3, 3, 1):
+            hist[v] += 0.5
+        got.append((counts, hist))
+    for a, e in zip(*got):
+        assert_close(a, e)

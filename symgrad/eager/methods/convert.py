@@ -63,6 +63,10 @@ class ConversionMethods:
             dtype = _BY_LEGACY[dtype.removeprefix("torch.")]
         return self.to(dtype)
 
+    def type_as(self, other: Tensor) -> Tensor:
+        """This tensor converted to ``other``'s dtype (itself when they agree)."""
+        return self.to(other.dtype)
+
     def float(self) -> Tensor:
         return _cast(self, dtypes.float32)
 

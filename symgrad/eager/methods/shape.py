@@ -49,6 +49,10 @@ class ShapeMethods:
     def reshape_as(self, other: Tensor) -> Tensor:
         return self.reshape(other.shape)
 
+    def ravel(self) -> Tensor:
+        """The elements as a 1-d tensor: a view of a contiguous tensor, else of a contiguous copy."""
+        return self.contiguous().view(-1)
+
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if self.ndim == 0:
             return _reshape(self, (1,), "ViewBackward0")
