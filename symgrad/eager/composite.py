@@ -23,6 +23,7 @@ from . import return_types
 from .base import _ALL_DIMS, TensorBase, _py, is_traced, make_tensor
 from .basic import _amax, _cast, _one_dim, nonzero
 from .record import _apply
+from .stl_order import topk_order
 from .writes import WHOLE, write
 
 if TYPE_CHECKING:
@@ -725,7 +726,8 @@ def _ranked(t: Tensor, dim: int, descending: bool, k: int, fn: str) -> tuple[Ten
     return values, _cast(indices, dtypes.int64)
 
 
-def _sorted(t: Tensor, dim: Any, descending: bool, k: int | None, fn: str) -> tuple[Tensor, Tensor]:
+def _sorted(t: Tensor, dim: Any, descending: bool, k: int | None, fn: str,
+            topk_sorted: bool | None = None) -> tuple[Tensor, Tensor]:
     d = normalize_dims(_one_dim(dim), t.ndim)
     d = d[0] if d else 0
     n = t.shape[d] if t.ndim else 1
@@ -737,6 +739,8 @@ def _sorted(t: Tensor, dim: Any, descending: bool, k: int | None, fn: str) -> tu
     if is_traced(t):
         return _ranked(t, d, descending, k, fn)
     order = np.take(_order(t, d, descending), np.arange(k), axis=d)
+    if topk_sorted is not None and k:  # topk: the ties as torch's unstable selection leaves them
+        order = topk_order(t._data, d, k, descending, topk_sorted, order)
     if not t.is_floating_point():
         return make_tensor(np.take_along_axis(t._data, order, d)), make_tensor(order)
     return _gather(t, d, order, fn), make_tensor(np.ascontiguousarray(order))
@@ -754,8 +758,9 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
-    """The ``k`` largest (``largest=False``: smallest) entries along ``dim`` and their indices."""
-    return return_types.topk(*_sorted(input, dim, largest, k, "TopkBackward0"))
+    """The ``k`` largest (``largest=False``: smallest) entries along ``dim`` and their indices; equal values are
+    picked and ordered as torch's CPU kernel does (``eager/stl_order.py``)."""
+    return return_types.topk(*_sorted(input, dim, largest, k, "TopkBackward0", topk_sorted=builtins.bool(sorted)))
 
 
 # --------------------------------------------------------------------------- bmm

@@ -367,3 +367,32 @@ def test_div_rounded_has_zero_gradient_and_torch_errors():
         with pytest.raises(RuntimeError) as se:
             bad(sg)
         assert str(se.value) == str(te.value)
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (3, 4, 9), (130,), (2, 200), (1000,)])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_topk_picks_and_orders_ties_as_torch(shape, dtype):
+    """Few distinct values, so nearly every slice has ties: the indices are the ones torch's
+    nth_element / partial_sort selection gives, sorted or not; NaNs (several) count as the largest."""
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    x = rng.integers(0, 4, shape).astype(dtype)
+    if dtype == "float32":
+        x.flat[rng.integers(0, x.size, 3)] = np.nan
+    for d in range(len(shape)):
+        n = shape[d]
+        for k in sorted({1, 2, max(1, n // 64), n // 2, n}):
+            for largest in (True, False):
+                for srt in (True, False):
+                    a = sg.tensor(x).topk(k, dim=d, largest=largest, sorted=srt)
+                    b = torch.tensor(x).topk(k, dim=d, largest=largest, sorted=srt)
+                    np.testing.assert_array_equal(a.indices.numpy(), b.indices.numpy())
+                    np.testing.assert_array_equal(a.values.numpy(), b.values.numpy())
+
+
+def test_topk_gradient_goes_to_the_tied_element_torch_picks():
+    grads = []
+    for lib in (sg, torch):
+        x = lib.tensor([[5.0, 3.0, 5.0, 8.0], [1.0, 1.0, 1.0, 0.0]], requires_grad=True)
+        (x.topk(2).values * lib.tensor([1.0, 10.0])).sum().backward()
+        grads.append(x.grad)
+    assert_close(*grads)
