@@ -24,7 +24,11 @@ CALLS: list[tuple[str, dict]] = [
     ("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 1.0}), ("silu", {}), ("gelu", {}),
     ("gelu", {"approximate": "tanh"}), ("elu", {}), ("elu", {"alpha": 0.3}), ("leaky_relu", {}),
     ("leaky_relu", {"negative_slope": 0.2}), ("logsigmoid", {}), ("hardtanh", {}),
-    ("hardtanh", {"min_val": -0.5, "max_val": 2.0}), ("relu6", {}), ("mish", {}),
+    ("hardtanh", {"min_val": -0.5, "max_val": 2.0}), ("relu6", {}), ("mish", {}), ("selu", {}), ("celu", {}),
+    ("celu", {"alpha": 0.5}), ("hardsigmoid", {}), ("hardswish", {}), ("softshrink", {}),
+    ("softshrink", {"lambd": 1.0}), ("hardshrink", {}), ("hardshrink", {"lambd": 2.5}),
+    ("threshold", {"threshold": 0.5, "value": -2.0}), ("softsign", {}), ("tanhshrink", {}), ("softmin", {"dim": 1}),
+    ("glu", {}), ("glu", {"dim": 0}),
 ]
 
 #: values on both sides of every kink, large ones (overflow of exp), and exact kinks
@@ -44,11 +48,13 @@ def test_matches_torch_with_double_backward(name: str, kw: dict, dtype: str):
     y, ty = getattr(F, name)(x, **kw), getattr(TF, name)(t, **kw)
     assert_close(y, ty, what="value")
     assert grad_fn_name(y) == grad_fn_name(ty)
-    w = np.linspace(-1.0, 1.0, arr.size).reshape(arr.shape).astype(dtype)
+    w = np.linspace(-1.0, 1.0, ty.numel()).reshape(tuple(ty.shape)).astype(dtype)
     (g,) = sg.autograd.grad((y * sg.tensor(w)).sum(), x, create_graph=True)
     (tg,) = torch.autograd.grad((ty * torch.tensor(w)).sum(), t, create_graph=True)
     assert_close(g, tg, what="gradient")
     if tg.grad_fn is None or dtype == "float32":  # piecewise linear: torch's gradient is a constant
+        return
+    if name == "hardsigmoid":  # torch: "derivative for aten::hardsigmoid_backward is not implemented"
         return
     (gg,) = sg.autograd.grad((g * g).sum(), x)
     (tgg,) = torch.autograd.grad((tg * tg).sum(), t)
@@ -64,7 +70,9 @@ def test_import_forms():
 
 
 @pytest.mark.parametrize(("name", "kw"), [("relu", {}), ("elu", {"alpha": 0.5}), ("leaky_relu", {}),
-                                          ("hardtanh", {}), ("relu6", {}), ("silu", {}), ("mish", {})])
+                                          ("hardtanh", {}), ("relu6", {}), ("silu", {}), ("mish", {}),
+                                          ("selu", {}), ("celu", {"alpha": 2.0}), ("hardswish", {}),
+                                          ("hardsigmoid", {}), ("threshold", {"threshold": 1.0, "value": 0.5})])
 def test_inplace(name: str, kw: dict):
     arr = VALUES[0].copy()
     x, t = sg.tensor(arr, requires_grad=True), torch.tensor(arr, requires_grad=True)
@@ -122,3 +130,37 @@ def test_compiled_network_matches_torch():
         assert value == pytest.approx(tv.item(), rel=1e-12)
         for g, t in zip(grads, tg):
             np.testing.assert_allclose(g, t.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("shape,n", [((2, 10), 1), ((2, 10), 10), ((3, 2, 5), 2), ((10,), 1)])
+def test_prelu_matches_torch(shape, n, dtype):
+    """``prelu`` (one weight, or one per channel of dim 1): value, grad_fn, gradients of input and weight."""
+    arr = np.resize(VALUES, shape).astype(dtype)
+    wv = np.linspace(0.1, 0.4, n).astype(dtype)
+    x, t = sg.tensor(arr, requires_grad=True), torch.tensor(arr, requires_grad=True)
+    w, tw = sg.tensor(wv, requires_grad=True), torch.tensor(wv, requires_grad=True)
+    y, ty = F.prelu(x, w), TF.prelu(t, tw)
+    assert_close(y, ty, what="value")
+    assert grad_fn_name(y) == grad_fn_name(ty)
+    up = np.linspace(-1.0, 1.0, arr.size).reshape(shape).astype(dtype)
+    (y * sg.tensor(up)).sum().backward()
+    (ty * torch.tensor(up)).sum().backward()
+    assert_close(x.grad, t.grad, what="input grad")
+    assert_close(w.grad, tw.grad, what="weight grad")
+
+
+def test_new_activation_errors_match_torch():
+    x = np.ones((2, 3))
+    assert_same_error(lambda: F.glu(sg.tensor(x)), lambda: TF.glu(torch.tensor(x)))
+    assert_same_error(lambda: F.glu(sg.tensor(1.0)), lambda: TF.glu(torch.tensor(1.0)))
+    assert_same_error(lambda: F.prelu(sg.tensor(x), sg.ones(2, dtype=sg.float64)),
+                      lambda: TF.prelu(torch.tensor(x), torch.ones(2, dtype=torch.float64)))
+    assert_same_error(lambda: F.prelu(sg.tensor(x), sg.ones(3)), lambda: TF.prelu(torch.tensor(x), torch.ones(3)))
+    assert_same_error(lambda: F.softshrink(sg.tensor(x), -1.0), lambda: TF.softshrink(torch.tensor(x), -1.0))
+    for i in (np.array([3, -2]), np.array([True, False])):
+        for name in ("selu", "celu", "hardswish", "hardsigmoid", "softshrink", "hardshrink", "glu"):
+            assert_same_error(lambda n=name, i=i: getattr(F, n)(sg.tensor(i)),
+                              lambda n=name, i=i: getattr(TF, n)(torch.tensor(i)))
+    assert_same_error(lambda: F.threshold(sg.tensor([True]), 1, 0), lambda: TF.threshold(torch.tensor([True]), 1, 0))
+    assert_close(F.threshold(sg.tensor([3, -2]), 1, 0), TF.threshold(torch.tensor([3, -2]), 1, 0))

@@ -10,13 +10,19 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+
+from ..core import dtypes
+from ..eager import basic
 from ..eager.base import _py
+from ..eager.composite import _named
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..ops import REGISTRY
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "silu", "gelu", "elu", "leaky_relu",
-           "logsigmoid", "hardtanh", "relu6", "mish"]
+           "logsigmoid", "hardtanh", "relu6", "mish", "selu", "celu", "hardsigmoid", "hardswish", "softshrink",
+           "hardshrink", "threshold", "softsign", "tanhshrink", "softmin", "glu", "prelu"]
 
 
 def _act(op: str, input: Tensor, inplace: bool = False, **attrs: Any) -> Tensor:  # noqa: A002
@@ -110,6 +116,104 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """x * tanh(softplus(x))."""
     return _act("mish", input, inplace)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """scale * elu(x, alpha) with torch's SELU constants (torch records ``EluBackward0``)."""
+    return _act("elu", input, inplace, alpha=_SELU_ALPHA, scale=_SELU_SCALE)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x for x > 0, alpha * (exp(x / alpha) - 1) otherwise."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _act("elu", input, inplace, alpha=alpha, input_scale=1.0 / alpha, fn="CeluBackward0")
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """min(max(x + 3, 0), 6) / 6."""
+    return _act("hardsigmoid", input, inplace)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x * min(max(x + 3, 0), 6) / 6."""
+    return _act("hardswish", input, inplace)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        big = float(np.finfo(np.dtype(input.dtype.name)).max) if input.is_floating_point() else float("inf")
+        raise RuntimeError(f"lambda must be in range [0, {big:g}] for input dtype "
+                           f"{dtypes.torch_type_name(input.dtype)}, but found {float(_py(lambd)):g}")
+    return _act("softshrink", input, lambd=lambd)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """x outside [-lambd, lambd], 0 inside."""
+    return _act("hardshrink", input, lambd=lambd)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
+    """value where x <= threshold, else x."""
+    return _act("threshold", input, inplace, threshold=threshold, value=value)
+
+
+def softsign(input: Tensor) -> Tensor:  # noqa: A002
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
+    """x - tanh(x)."""
+    return input - input.tanh()
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:  # noqa: A002
+    """softmax(-x, dim)."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim)
+    return (-input).softmax(dim, dtype=dtype)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
+    """a * sigmoid(b), a and b the halves of ``input`` along ``dim``."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"glu_cpu\" not implemented for '{dtypes.torch_type_name(input.dtype)}'")
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.dim()
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    a, b = input.chunk(2, d)
+    return _named(a * b.sigmoid(), "GluBackward0")
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
+    """x for x > 0, weight * x otherwise (``weight``: one value, or one per channel, dim 1)."""
+    if input.dim() == 0:
+        raise RuntimeError("Not allow zero-dim input tensor.")
+    channels = input.shape[1] if input.dim() > 1 else 1
+    n = weight.numel()
+    if n != 1 and n != channels:
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {n} "
+                           f"and channel size = {channels}.")
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if weight.dtype != input.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {dtypes.torch_type_name(input.dtype)} and "
+                           f"{dtypes.torch_type_name(weight.dtype)}")
+    shape = [1] * input.dim()
+    if input.dim() > 1:
+        shape[1] = n
+    w = weight.view(*shape) if input.dim() > 1 else weight.view(-1)
+    return _named(basic.where(input > 0, input, w * input), "PreluKernelBackward0")
+
+
 from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402, F401
 from .conv_ops import *  # noqa: E402, F401, F403  (conv1d/2d/3d, conv_transpose*, unfold, fold: nn/conv_ops.py)
 from .divergence import kl_div  # noqa: E402, F401

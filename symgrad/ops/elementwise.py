@@ -542,10 +542,39 @@ silu = _ew("silu", "SiluBackward0", _quiet(lambda a: a / (1 + np.exp(-a))), lamb
            partials=lambda a: [_sig(a) * (1 + a * (1 - _sig(a)))], check=_refuse("silu_cpu"))
 gelu = _ew("gelu", "GeluBackward0", _quiet(_gelu_eval), _gelu_form, check=_refuse("GeluKernelImpl"),
            doc="x Phi(x) (`approximate='tanh'`: the tanh approximation)")
-elu = _ew("elu", "EluBackward0", _quiet(lambda a, alpha=1.0: np.where(a > 0, a, alpha * np.expm1(a))),
-          lambda a, alpha=1.0: sp.Piecewise((a, a > 0), (alpha * _expm1(a), True)), check=_refuse("elu_cpu"),
-          # alpha at 0 (torch's first derivative there), a constant: torch's second derivative is 0 at 0
-          partials=lambda a, alpha=1.0: [sp.Piecewise((1, a > 0), (alpha, sp.Eq(a, 0)), (alpha * sp.exp(a), True))])
+
+
+def _elu_eval(a: np.ndarray, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0,
+              fn: str = "") -> np.ndarray:
+    if scale == 1.0 and input_scale == 1.0:
+        return np.where(a > 0, a, alpha * np.expm1(a))
+    # torch's kernel: x * scale, (alpha * scale) * expm1(x * input_scale), the coefficients rounded to the dtype
+    neg = np.expm1(a * np.asarray(input_scale, a.dtype)) * (np.asarray(alpha, a.dtype) * np.asarray(scale, a.dtype))
+    return np.where(a > 0, a * np.asarray(scale, a.dtype), neg)
+
+
+def _elu_form(a: sp.Expr, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0,
+              fn: str = "") -> sp.Expr:
+    if scale == 1.0 and input_scale == 1.0:
+        return sp.Piecewise((a, a > 0), (alpha * _expm1(a), True))
+    return sp.Piecewise((a * scale, a > 0), (_expm1(a * input_scale) * sp.Float(alpha * scale), True))
+
+
+def _elu_partials(a: sp.Expr, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0,
+                  fn: str = "") -> list:
+    # alpha * scale * input_scale at 0 (torch's first derivative there), a constant: torch's second derivative is
+    # 0 at 0
+    if scale == 1.0 and input_scale == 1.0:
+        return [sp.Piecewise((1, a > 0), (alpha, sp.Eq(a, 0)), (alpha * sp.exp(a), True))]
+    if fn == "CeluBackward0":  # torch's celu backward takes input_scale = 1.0 / alpha.toFloat()
+        input_scale = 1.0 / float(np.float32(alpha))
+    neg = sp.Float(alpha * scale * input_scale)
+    return [sp.Piecewise((scale, a > 0), (neg, sp.Eq(a, 0)), (neg * sp.exp(a * input_scale), True))]
+
+
+elu = _ew("elu", lambda at: at.get("fn", "EluBackward0"), _quiet(_elu_eval), _elu_form, check=_refuse("elu_cpu"),
+          partials=_elu_partials, doc="torch's elu kernel: x * scale for x > 0, alpha * scale * expm1(x * "
+          "input_scale) otherwise (selu, celu: `fn` names torch's grad_fn)")
 leaky_relu = _ew("leaky_relu", "LeakyReluBackward0",
                  lambda a, negative_slope=0.01: np.where(a > 0, a, a * np.asarray(negative_slope, a.dtype)),
                  lambda a, negative_slope=0.01: sp.Piecewise((a, a > 0), (negative_slope * a, True)),
@@ -567,3 +596,49 @@ def _mish_t(a: sp.Expr) -> sp.Expr:
 
 mish = _ew("mish", "MishBackward0", _quiet(lambda a: a * np.tanh(np.log1p(np.exp(a)))), lambda a: a * _mish_t(a),
            partials=lambda a: [_mish_t(a) + a * _sig(a) * (1 - _mish_t(a) ** 2)], check=_refuse("mish_cpu"))
+
+
+def _hard_clamp(a: Any) -> Any:
+    return np.minimum(np.maximum(a + np.asarray(3, a.dtype), np.zeros((), a.dtype)), np.asarray(6, a.dtype))
+
+
+hardsigmoid = _ew("hardsigmoid", "HardsigmoidBackward0", lambda a: _hard_clamp(a) / np.asarray(6, a.dtype),
+                  lambda a: sp.Min(sp.Max(a + 3, 0), 6) / 6,
+                  # torch's backward multiplies by the float literal 1.0f / 6.0f, in float64 too
+                  partials=lambda a: [sp.Piecewise((sp.Float(float(np.float32(1 / 6))), (a > -3) & (a < 3)),
+                                                   (0, True))],
+                  check=_refuse("hardsigmoid_cpu"), doc="min(max(x + 3, 0), 6) / 6")
+hardswish = _ew("hardswish", "HardswishBackward0", lambda a: a * _hard_clamp(a) / np.asarray(6, a.dtype),
+                lambda a: a * sp.Min(sp.Max(a + 3, 0), 6) / 6,
+                partials=lambda a: [sp.Piecewise((0, a <= -3), (a / 3 + sp.Rational(1, 2), a < 3), (1, True))],
+                check=_refuse("hardswish_cpu"), doc="x * min(max(x + 3, 0), 6) / 6")
+
+
+def _shrink_eval(soft: bool) -> Any:
+    def f(a: np.ndarray, lambd: float = 0.5) -> np.ndarray:
+        lam = np.asarray(lambd, a.dtype)
+        inside = (a >= -lam) & (a <= lam)
+        if not soft:
+            return np.where(inside, np.zeros((), a.dtype), a)
+        return np.where(a > lam, a - lam, np.where(a < -lam, a + lam, np.zeros((), a.dtype)))
+    return f
+
+
+def _outside(a: sp.Expr, lambd: float) -> Any:
+    return (a < -lambd) | (a > lambd)
+
+
+softshrink = _ew("softshrink", "SoftshrinkBackward0", _shrink_eval(True),
+                 lambda a, lambd=0.5: sp.Piecewise((a - lambd, a > lambd), (a + lambd, a < -lambd), (0, True)),
+                 partials=lambda a, lambd=0.5: [sp.Piecewise((1, _outside(a, lambd)), (0, True))],
+                 check=_refuse("softshrink_check"), doc="x - lambd above lambd, x + lambd below -lambd, 0 between")
+hardshrink = _ew("hardshrink", "HardshrinkBackward0", _shrink_eval(False),
+                 lambda a, lambd=0.5: sp.Piecewise((a, _outside(a, lambd)), (0, True)),
+                 partials=lambda a, lambd=0.5: [sp.Piecewise((1, _outside(a, lambd)), (0, True))],
+                 check=_refuse("hardshrink_cpu"), doc="x outside [-lambd, lambd], 0 inside")
+threshold = _ew("threshold", "ThresholdBackward0",
+                lambda a, threshold=0.0, value=0.0: np.where(a <= np.asarray(threshold, a.dtype),
+                                                             np.asarray(value, a.dtype), a),
+                lambda a, threshold=0.0, value=0.0: sp.Piecewise((value, a <= threshold), (a, True)),
+                partials=lambda a, threshold=0.0, value=0.0: [sp.Piecewise((0, a <= threshold), (1, True))],
+                keeps_int=True, check=_refuse("threshold_cpu", ints=False), doc="value where x <= threshold, else x")

@@ -113,6 +113,9 @@ class Case:
     #: finite-difference step and tolerance (linear ops with a float32 output use a big step)
     fd_h: float = 1e-6
     fd_rtol: float = 1e-6
+    #: tolerance of the explicit partials against ``sympy.diff`` (torch's rule may use a rounded constant:
+    #: hardsigmoid's backward multiplies by the float ``1.0f / 6.0f``, in float64 too)
+    partial_rtol: float = 1e-12
     extra: dict = field(default_factory=dict)
 
     @property
@@ -697,6 +700,12 @@ def _away_int(rng: np.random.Generator, shape: tuple) -> np.ndarray:
     return rng.integers(-2, 2, shape) + rng.uniform(0.1, 0.9, shape)
 
 
+def _away3(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """In (-5, 5), away from -3 and 3 (the kinks of hardsigmoid and hardswish)."""
+    x = rng.uniform(-5.0, 5.0, shape)
+    return np.where(np.abs(np.abs(x) - 3) < 0.2, x * 0.8, x)
+
+
 def _F(name: str, **kw: Any) -> Callable:
     return lambda lib, x: getattr(lib.nn.functional, name)(x, **kw)
 
@@ -747,6 +756,20 @@ MATH_CASES: list[Case] = [
     _un("hardtanh", _F("hardtanh", min_val=-0.5, max_val=0.5), "bounds", dom=_away_half, shapes=UN_SHAPES[:1]),
     _un("hardtanh", _F("relu6"), "relu6", dom=lambda rng, s: 4 * _away_int(rng, s)),
     _un("mish", _F("mish")),
+    _un("elu", _F("selu"), "selu", dom=_away0),
+    _un("elu", _F("celu", alpha=0.5), "celu", dom=_away0, shapes=UN_SHAPES[:1]),
+    Case("hardsigmoid", _F("hardsigmoid"), UN_SHAPES, (_away3,), partial_rtol=1e-7),
+    _un("hardswish", _F("hardswish"), dom=_away3),
+    _un("div", _F("softsign"), "softsign"),
+    _un("sub", _F("tanhshrink"), "tanhshrink"),
+    Case("softmax", _F("softmin", dim=1), [((2, 3),)], (_any,), "F.softmin"),
+    Case("fused", _F("glu"), [((2, 4),)], (_any,), "F.glu"),
+    Case("fused", _F("glu", dim=0), [((2, 3),)], (_any,), "F.glu dim=0"),
+    Case("fused", lambda lib, x, w: lib.nn.functional.prelu(x, w), [((2, 3, 2), (3,)), ((4,), (1,))],
+         (_away0, _any), "F.prelu"),
+    _un("softshrink", _F("softshrink"), dom=_away_half),
+    _un("hardshrink", _F("hardshrink"), dom=_away_half),
+    _un("threshold", lambda lib, x: lib.nn.functional.threshold(x, 0.1, 20.0), dom=_away_half),
 ]
 CASES += MATH_CASES
 
@@ -1138,7 +1161,7 @@ def test_local_partials_match_sympy_diff(case: Case):
         with np.errstate(all="ignore"):
             got_v = np.broadcast_to(np.asarray(got(*points, out_value), dtype=np.float64), (32,))
             ref_v = np.broadcast_to(np.asarray(ref(*points), dtype=np.float64), (32,))
-        np.testing.assert_allclose(got_v, ref_v, rtol=1e-12, atol=1e-12,
+        np.testing.assert_allclose(got_v, ref_v, rtol=case.partial_rtol, atol=1e-12,
                                    err_msg=f"d/d a{i} of {form}: rule {p} vs diff {want}")
 
 
