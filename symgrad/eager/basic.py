@@ -240,7 +240,10 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:  # noqa: A002
     """The indices of the non-zero elements: an int64 ``(n, ndim)`` tensor, or one 1-d tensor per dim."""
-    idx = np.nonzero(np.atleast_1d(input._data if isinstance(input, TensorBase) else np.asarray(input)))
+    data = input._data if isinstance(input, TensorBase) else np.asarray(input)
+    idx = np.nonzero(np.atleast_1d(data))
     if as_tuple:
         return tuple(make_tensor(i.astype(np.int64)) for i in idx)
+    if data.ndim == 0:  # torch: one row of no columns for a nonzero 0-d tensor
+        return make_tensor(np.zeros((idx[0].size, 0), np.int64))
     return make_tensor(np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))

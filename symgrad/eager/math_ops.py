@@ -207,3 +207,13 @@ METHODS.update(
     fmod_=_binary_inplace("fmod", "Fmod"), remainder_=_binary_inplace("remainder", "Remainder"), __mod__=remainder,
     where=_where_method, maximum=_extreme_method("maximum"), minimum=_extreme_method("minimum"))
 METHODS["__imod__"] = METHODS["remainder_"]
+
+
+def _rmod(self: Tensor, other: Any) -> Tensor:
+    """``number % tensor``: Python's remainder with the number as the dividend."""
+    if not _is_number(other):
+        return NotImplemented
+    return _apply(REGISTRY["remainder"], _py(other), self)
+
+
+METHODS["__rmod__"] = _rmod

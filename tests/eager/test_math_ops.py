@@ -228,3 +228,22 @@ def test_out_of_range_python_int_wraps_like_torch(expr):
     got, want = eval(expr, {"torch": sg}), eval(expr, {"torch": torch})
     assert str(got.dtype) == str(want.dtype)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("expr", ["7 % torch.tensor([3, -3])", "7.5 % torch.tensor([2, -2])",
+                                  "7 % torch.tensor([2.5, -0.5])", "-7 % torch.tensor([2, 3], dtype=torch.int32)",
+                                  "3 % torch.tensor(2.0, dtype=torch.float64)"])
+def test_number_modulo_tensor_matches_torch(expr):
+    got, want = eval(expr, {"torch": sg}), eval(expr, {"torch": torch})
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("value", [5, 0, 2.5, 0.0, True, False])
+@pytest.mark.parametrize("as_tuple", [False, True])
+def test_nonzero_of_a_0d_tensor_matches_torch(value, as_tuple):
+    got, want = sg.tensor(value).nonzero(as_tuple=as_tuple), torch.tensor(value).nonzero(as_tuple=as_tuple)
+    for a, b in zip(got if as_tuple else (got,), want if as_tuple else (want,)):
+        assert tuple(a.shape) == tuple(b.shape) and str(a.dtype) == str(b.dtype)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert len(got if as_tuple else (got,)) == len(want if as_tuple else (want,))

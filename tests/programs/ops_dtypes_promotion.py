@@ -7,6 +7,7 @@ print(a // b, a % b, a / b, (a / b).dtype)
 print(a // 2, a % 3, a * 2, a - 1, a ** 2, 2 ** torch.tensor([0, 1, 5]))
 print(torch.div(a, b, rounding_mode="floor"), torch.div(a, b, rounding_mode="trunc"), torch.fmod(a, b))
 print(torch.remainder(a, 4), torch.floor_divide(a, 4))
+print(7 % b, 7 // b, 7.5 % b, -a % 4, torch.tensor(5).nonzero().shape, torch.tensor(0).nonzero().shape)
 print(a & 6, a | 1, a ^ b, ~a, a & b | 1)
 print(torch.bitwise_and(a, b), torch.bitwise_or(a, b), torch.bitwise_xor(a, 3), torch.bitwise_not(b))
 
