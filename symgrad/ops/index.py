@@ -57,7 +57,67 @@ def normalize_index(index: Any, shape: tuple[int, ...]) -> tuple:
             arr = arr % n if n else arr
             out.append(("a", tuple(int(v) for v in arr.ravel()), arr.shape))
             dim += 1
-    return tuple(out)
+    return _torch_placement(tuple(out), shape)
+
+
+def _torch_placement(spec: tuple, shape: tuple[int, ...]) -> tuple:
+    """``spec`` rewritten so that numpy places the array dims where torch does.
+
+    torch applies integer indices first (a select), then the arrays: in ``x[0, :, [1, 2]]`` the arrays that
+    are left are adjacent and their dims stay in place (``(3, 2)`` for a ``(2, 3, 4)`` tensor), where numpy
+    counts the integer as an array too, finds the group split by the slice and puts its dims first
+    (``(2, 3)``). Only that case is rewritten: every entry from the first integer or array to the last
+    becomes an array (a slice its range, an integer one value), shaped so that they broadcast to torch's
+    dims in torch's order; numpy keeps an adjacent group in place."""
+    scalar = [k for k, e in enumerate(spec) if e[0] == "i" or (e[0] == "a" and e[2] == ())]
+    arrays = [k for k, e in enumerate(spec) if e[0] == "a" and e[2] != ()]
+    if not scalar or not arrays or any(e[0] == "n" for e in spec):
+        return spec
+    group = sorted(scalar + arrays)
+    if group[-1] - group[0] + 1 == len(group):
+        return spec  # numpy's group is adjacent: it stays in place, as torch's arrays do
+    rest = [k for k in range(len(spec)) if k not in scalar]
+    at = [rest.index(k) for k in arrays]
+    if at[-1] - at[0] + 1 != len(at):
+        return spec  # torch's arrays are split too: both put their dims first
+    entries, dims, dim = [], [], 0
+    for e in spec:  # ``...`` as the full slices it stands for
+        if e[0] == "e":
+            n = len(shape) - sum(1 for f in spec if f[0] != "e")
+            entries += [("s", None, None, None)] * n
+            dims += list(range(dim, dim + n))
+            dim += n
+        else:
+            entries.append(e)
+            dims.append(dim)
+            dim += 1
+    span = [k for k, e in enumerate(entries) if e[0] in "ia"]
+    lo, hi = span[0], span[-1]
+    bshape = np.broadcast_shapes(*(entries[k][2] for k in range(lo, hi + 1) if entries[k][0] == "a"))
+    axes, pos, first = [], 0, None
+    for k in range(lo, hi + 1):  # the output axis of each slice, and where the arrays' dims go
+        kind = entries[k][0]
+        if kind == "s":
+            axes.append(pos)
+            pos += 1
+        else:
+            axes.append(None)
+            if kind == "a" and entries[k][2] != () and first is None:
+                first, pos = pos, pos + len(bshape)
+    rank = pos
+    new = []
+    for k, ax in zip(range(lo, hi + 1), axes):
+        e = entries[k]
+        if e[0] == "s":
+            values = np.arange(shape[dims[k]])[slice(*e[1:])]
+            form = tuple(values.size if a == ax else 1 for a in range(rank))
+        elif e[0] == "i" or e[2] == ():
+            values, form = np.asarray([e[1] if e[0] == "i" else e[1][0]]), (1,) * rank
+        else:
+            values = np.asarray(e[1], dtype=np.int64)
+            form = (1,) * first + (1,) * (len(bshape) - len(e[2])) + tuple(e[2]) + (1,) * (rank - first - len(bshape))
+        new.append(("a", tuple(int(v) for v in values.ravel()), form))
+    return (*entries[:lo], *new, *entries[hi + 1:])
 
 
 def _is_bool(e: Any) -> bool:
@@ -150,7 +210,11 @@ def _index_add_lower(node: Node, target: str, args: list[str]) -> list:
 def _index_eval(a: np.ndarray, index: tuple, fn: str = "") -> np.ndarray:
     idx = to_numpy_index(index)
     # a trailing ``...`` keeps an all-integer index a 0-d view, as torch's (numpy would return a scalar copy)
-    return a[idx if ("e",) in index else (*idx, Ellipsis)]
+    out = a[idx if ("e",) in index else (*idx, Ellipsis)]
+    if not out.flags.c_contiguous and a.flags.c_contiguous and any(e[0] == "a" for e in index):
+        # numpy puts an array index's dims first in memory; torch's gather of a C-order tensor is C-order
+        out = np.ascontiguousarray(out)
+    return out
 
 
 def show_index(node: Node, ins: list) -> sp.Expr:

@@ -395,7 +395,9 @@ STRIDE_EXPRS = ["a", "a.permute(2, 0, 1)", "a[:, None]", "a.unsqueeze(-1)", "a.u
                 "a[:, 1:2]", "a[..., ::2]", "torch.zeros(3, 1).expand(3, 5)", "torch.arange(3.0)[None].expand(2, 3)",
                 "torch.zeros(1, 3).t()", "torch.zeros(2, 0, 3)", "a[0, 0]", "torch.tensor(1.0)",
                 "a.reshape(2, 1, 12).squeeze(1)", "torch.zeros(3).unsqueeze(1).unsqueeze(0)", "a.flatten(1)",
-                "a.transpose(1, 2).contiguous()", "a.t() if a.ndim == 2 else a.mT"]
+                "a.transpose(1, 2).contiguous()", "a.t() if a.ndim == 2 else a.mT", "a.flip(2)", "a.flip(1)",
+                "a.flip((0, 2))", "a[:, [2, 1, 0]]", "a[..., [3, 0]]", "a[:, [True, False, True]]", "a.roll(1, 2)",
+                "a.index_select(2, torch.tensor([0, 3]))"]
 
 
 @pytest.mark.parametrize("expr", STRIDE_EXPRS)
@@ -415,4 +417,26 @@ def test_ravel_and_type_as_match_torch(expr: str):
         x = lib.arange(6.0).reshape(2, 3).requires_grad_()
         r = eval(expr, {"x": x, "torch": lib})
         return r.detach(), grad_fn_name(r), r.is_contiguous(), r.dtype == x.dtype
+    same(f)
+
+
+INT_AND_ARRAY_INDEXES = ["x[0, :, [1, 2]]", "x[1, :, [[0], [2]], 1:4]", "x[:, 0, :, [1, 3]]", "x[0, ::2, [1, 2], :]",
+                         "x[..., 0, :, [4, 0]]", "x[1, 1:, 2, [0, 4]]", "x[torch.tensor(1), :, [1, 2]]",
+                         "x[[1, 0], :, 0]", "x[0, [1, 2]]", "x[0, :, [1, 2], 3]", "x[:, 1, [0, 2], 0]",
+                         "x[1, ..., [0, 1]]", "x[0, :, torch.tensor([True, False, True, True])]",
+                         "x[[0, 1], 1:, [2, 3]]"]
+
+
+@pytest.mark.parametrize("expr", INT_AND_ARRAY_INDEXES)
+def test_integers_mixed_with_arrays_place_dims_as_torch(expr: str):
+    """torch selects with the integers first, so arrays they separate from a slice keep their place (numpy would
+    put their dims first): values, shape, layout and gradient as torch's; the write through it too."""
+    def f(lib):
+        x = lib.arange(120.0, dtype=lib.float64).reshape(2, 3, 4, 5).requires_grad_()
+        r = eval(expr, {"x": x, "torch": lib})
+        (r * lib.arange(float(r.numel()), dtype=lib.float64).reshape(r.shape)).sum().backward()
+        z = lib.zeros(2, 3, 4, 5, dtype=lib.float64)
+        exec(f"z{expr[1:]} = torch.arange(float(r.numel()), dtype=torch.float64).reshape(r.shape)",
+             {"z": z, "torch": lib, "r": r})
+        return r.detach(), x.grad, z, r.is_contiguous()
     same(f)

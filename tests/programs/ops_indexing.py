@@ -29,6 +29,9 @@ print(x[torch.tensor([[0, 1], [2, 3]]), 0])
 print(x[[0, 2], 1:4])
 print(x[1:3, [0, -1]])
 print(x[torch.tensor([-1, -2])])
+cube = torch.arange(24).reshape(2, 3, 4)
+print(cube[0, :, [1, 2]], cube[1, :, [0, 3]].shape, cube[:, 1, [0, 2]], cube[..., [0, -1]].shape)
+print(cube[:, [2, 0]].stride(), cube.flip(2).stride(), cube[:, :, [True, False, True, False]].is_contiguous())
 
 # writing through indices
 y = torch.zeros(3, 4)
@@ -39,6 +42,11 @@ y[y == 0] = -1.0
 print(y)
 y[torch.tensor([0, 2]), torch.tensor([3, 1])] = 9.0
 print(y)
+counts = torch.zeros(3, 3, dtype=torch.long)
+for i, j in [(0, 1), (2, 2), (0, 1), (1, 0)]:
+    counts[i, j] += 1
+counts[torch.tensor(2), torch.tensor(0)] += 5
+print(counts)
 
 z = torch.zeros(5)
 z.index_put_((torch.tensor([0, 2, 2]),), torch.tensor([1.0, 2.0, 3.0]), accumulate=True)
