@@ -16,7 +16,8 @@ print((a + 1.5).dtype, (a * 2).dtype, (a + True).dtype, (a / 2).dtype, (a.float(
 print((torch.tensor([1, 2], dtype=torch.int32) + 1).dtype, (torch.tensor([1], dtype=torch.int8) + 300).dtype)
 print((torch.tensor([1.0]) + torch.tensor([1.0], dtype=torch.float64)).dtype)
 print((torch.tensor([1, 2], dtype=torch.int32) + torch.tensor([1, 2])).dtype)
-print((torch.tensor([1.0], dtype=torch.float16) * 2).dtype, (torch.tensor(2.0, dtype=torch.float64) * torch.ones(2)).dtype)
+print((torch.tensor([1.0], dtype=torch.float16) * 2).dtype)
+print((torch.tensor(2.0, dtype=torch.float64) * torch.ones(2)).dtype)
 print(torch.result_type(a, 2.5), torch.promote_types(torch.int32, torch.float32))
 print(a + 0.5, torch.tensor([1, 2]) * 0.1)
 
@@ -42,7 +43,8 @@ print(torch.maximum(a, b), torch.minimum(a, b), a.abs(), a.sign(), a.neg(), a.cl
 
 # printing of different dtypes and sizes
 print(torch.tensor([1.5, 2.25], dtype=torch.float64), torch.tensor([1, 2], dtype=torch.int32))
-print(torch.tensor([1, 2], dtype=torch.int16), torch.tensor([1, 2], dtype=torch.uint8), torch.tensor([1.5], dtype=torch.float16))
+print(torch.tensor([1, 2], dtype=torch.int16), torch.tensor([1, 2], dtype=torch.uint8))
+print(torch.tensor([1.5], dtype=torch.float16))
 print(torch.arange(1200), torch.arange(1500.0).reshape(30, 50))
 print(torch.arange(2000) % 3 == 0)
 print(torch.tensor([123456789.0, 1.0]), torch.tensor([1e-8, 1.0], dtype=torch.float64), torch.tensor([1000000, -5]))
