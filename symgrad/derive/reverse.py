@@ -66,6 +66,9 @@ def _elementwise_vjp(node: Node, g: Node, masked: bool) -> tuple[tuple[Node | No
             c = g
         else:
             e = A[0] * p.xreplace(shift)
+            if node.op.literal_zero and isinstance(p, sp.Piecewise):
+                # torch writes 0 where the partial is 0 (threshold_backward, where): +0.0, not g * 0 = -0.0 for g < 0
+                e = sp.piecewise_fold(e)
             if masked and not p.is_Number:
                 # zero only where the partial is not finite: a coincidental g == 0 on the branch taken
                 # keeps its exact derivative (second order)

@@ -46,6 +46,9 @@ class OpDef:
     linear     linear in every input: forward mode's tangent of ``op(x, ...)`` is ``op(t, ...)`` (same attrs)
     bilinear   linear in each input separately (matmul): the tangent is ``op(ta, b) + op(a, tb)``
     comparison the result is a bool tensor with no gradient (comparisons, logical ops, predicates)
+    literal_zero  elementwise: torch's backward writes a literal 0 where the partial is 0 (``threshold_backward``,
+               ``clamp_backward``, ``where``), not ``grad * 0``: the VJP folds the gradient into the partial's
+               Piecewise branches, so that zero is +0.0 whatever the gradient's sign
     sparsity   the structural-Jacobian rule ``derive.sparsity`` applies (``"elementwise"``, ``"reduce"``,
                ``"sum_to"``, ``"cumsum"``, ``"softmax"``, ``"gather"``, ``"scatter"``, ``"put"``, ``"matmul"``,
                ``"none"``; ``"probe"`` transposes the VJP); None: the family's rule
@@ -71,6 +74,7 @@ class OpDef:
     linear: bool = False
     bilinear: bool = False
     comparison: bool = False
+    literal_zero: bool = False
     sparsity: str | None = None
     doc: str = ""
     _cache: dict = field(default_factory=dict, repr=False)

@@ -42,10 +42,11 @@ def _err() -> np.errstate:
 
 def _ew(name: str, grad_fn: Any, eval_: Any, form: Any, partials: Any = None, keeps_int: bool = False,
         diff_args: tuple[int, ...] | None = None, doc: str = "", promote_attrs: tuple[str, ...] = (),
-        check: Any = None, layout: Any = "inputs", linear: bool = False) -> OpDef:
+        check: Any = None, layout: Any = "inputs", linear: bool = False, literal_zero: bool = False) -> OpDef:
     return register(OpDef(name, "elementwise", grad_fn, eval_, elementwise_infer, form=form,
                           partials=partials, keeps_int=keeps_int, diff_args=diff_args, doc=doc,
-                          promote_attrs=promote_attrs, check=check, layout=layout, linear=linear))
+                          promote_attrs=promote_attrs, check=check, layout=layout, linear=linear,
+                          literal_zero=literal_zero))
 
 
 # ---------------------------------------------------------------------------- torch's refusals of bool inputs
@@ -185,12 +186,13 @@ tanh = _ew("tanh", "TanhBackward0", np.tanh, sp.tanh, partials=lambda a: [1 - OU
 sigmoid = _ew("sigmoid", "SigmoidBackward0", _sigmoid_eval, lambda a: 1 / (1 + sp.exp(-a)),
               partials=lambda a: [OUT * (1 - OUT)])
 relu = _ew("relu", "ReluBackward0", lambda a: np.maximum(a, np.zeros((), a.dtype)), _relu_form,
-           partials=lambda a: [sp.Piecewise((1, a > 0), (0, True))], keeps_int=True, check=_no_bool_relu)
+           partials=lambda a: [sp.Piecewise((1, a > 0), (0, True))], keeps_int=True, check=_no_bool_relu,
+           literal_zero=True)
 abs_ = _ew("abs", "AbsBackward0", np.abs, sp.Abs, partials=lambda a: [sp.sign(a)], keeps_int=True,
            check=_no_bool_abs)
 clamp = _ew("clamp", lambda at: at.get("fn", "ClampBackward1"), _clamp_eval, _clamp_form, partials=_clamp_partials,
             keeps_int=True, promote_attrs=("min", "max"),
-            doc="clamp / clip / clamp_min / clamp_max; `fn` keeps torch's grad_fn name")
+            doc="clamp / clip / clamp_min / clamp_max; `fn` keeps torch's grad_fn name", literal_zero=True)
 
 
 def _fused_eval(*arrays: np.ndarray, expr: sp.Expr, fn: str = "") -> np.ndarray:
@@ -264,15 +266,15 @@ def _where_form(c: sp.Expr, a: sp.Expr, b: sp.Expr) -> sp.Expr:
 where = _ew("where", "WhereBackward0", lambda c, a, b: np.where(c, a, b), _where_form,
             partials=lambda c, a, b: [0, sp.Piecewise((1, sp.Ne(c, 0)), (0, True)),
                                       sp.Piecewise((0, sp.Ne(c, 0)), (1, True))],
-            keeps_int=True, diff_args=(1, 2))
+            keeps_int=True, diff_args=(1, 2), literal_zero=True)
 maximum = _ew("maximum", "MaximumBackward0", np.maximum, sp.Max,
               partials=lambda a, b: [sp.Piecewise((1, a > b), (sp.S.Half, sp.Eq(a, b)), (0, True)),
                                      sp.Piecewise((1, b > a), (sp.S.Half, sp.Eq(a, b)), (0, True))],
-              keeps_int=True)
+              keeps_int=True, literal_zero=True)
 minimum = _ew("minimum", "MinimumBackward0", np.minimum, sp.Min,
               partials=lambda a, b: [sp.Piecewise((1, a < b), (sp.S.Half, sp.Eq(a, b)), (0, True)),
                                      sp.Piecewise((1, b < a), (sp.S.Half, sp.Eq(a, b)), (0, True))],
-              keeps_int=True)
+              keeps_int=True, literal_zero=True)
 
 
 def _compare_infer(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
@@ -587,7 +589,8 @@ hardtanh = _ew("hardtanh", "HardtanhBackward0", _hardtanh_eval,
                lambda a, min_val=-1.0, max_val=1.0: sp.Min(sp.Max(a, min_val), max_val),
                partials=lambda a, min_val=-1.0, max_val=1.0: [sp.Piecewise((1, (a > min_val) & (a < max_val)),
                                                                            (0, True))],
-               keeps_int=True, doc="clamp whose gradient is 0 at the bounds (integer tensors stay integer)")
+               keeps_int=True, doc="clamp whose gradient is 0 at the bounds (integer tensors stay integer)",
+               literal_zero=True)
 
 
 def _mish_t(a: sp.Expr) -> sp.Expr:
@@ -603,15 +606,16 @@ def _hard_clamp(a: Any) -> Any:
 
 
 hardsigmoid = _ew("hardsigmoid", "HardsigmoidBackward0", lambda a: _hard_clamp(a) / np.asarray(6, a.dtype),
-                  lambda a: sp.Min(sp.Max(a + 3, 0), 6) / 6,
+                  lambda a: Divide(sp.Min(sp.Max(a + 3, 0), 6), 6),
                   # torch's backward multiplies by the float literal 1.0f / 6.0f, in float64 too
                   partials=lambda a: [sp.Piecewise((sp.Float(float(np.float32(1 / 6))), (a > -3) & (a < 3)),
                                                    (0, True))],
-                  check=_refuse("hardsigmoid_cpu"), doc="min(max(x + 3, 0), 6) / 6")
+                  check=_refuse("hardsigmoid_cpu"), doc="min(max(x + 3, 0), 6) / 6", literal_zero=True)
 hardswish = _ew("hardswish", "HardswishBackward0", lambda a: a * _hard_clamp(a) / np.asarray(6, a.dtype),
-                lambda a: a * sp.Min(sp.Max(a + 3, 0), 6) / 6,
-                partials=lambda a: [sp.Piecewise((0, a <= -3), (a / 3 + sp.Rational(1, 2), a < 3), (1, True))],
-                check=_refuse("hardswish_cpu"), doc="x * min(max(x + 3, 0), 6) / 6")
+                lambda a: Divide(a * sp.Min(sp.Max(a + 3, 0), 6), 6),
+                # torch's backward: grad * (x / 3 + 0.5), a division
+                partials=lambda a: [sp.Piecewise((0, a <= -3), (Divide(a, 3) + sp.Rational(1, 2), a < 3), (1, True))],
+                check=_refuse("hardswish_cpu"), doc="x * min(max(x + 3, 0), 6) / 6", literal_zero=True)
 
 
 def _shrink_eval(soft: bool) -> Any:
@@ -631,14 +635,16 @@ def _outside(a: sp.Expr, lambd: float) -> Any:
 softshrink = _ew("softshrink", "SoftshrinkBackward0", _shrink_eval(True),
                  lambda a, lambd=0.5: sp.Piecewise((a - lambd, a > lambd), (a + lambd, a < -lambd), (0, True)),
                  partials=lambda a, lambd=0.5: [sp.Piecewise((1, _outside(a, lambd)), (0, True))],
-                 check=_refuse("softshrink_check"), doc="x - lambd above lambd, x + lambd below -lambd, 0 between")
+                 check=_refuse("softshrink_check"), doc="x - lambd above lambd, x + lambd below -lambd, 0 between",
+                 literal_zero=True)
 hardshrink = _ew("hardshrink", "HardshrinkBackward0", _shrink_eval(False),
                  lambda a, lambd=0.5: sp.Piecewise((a, _outside(a, lambd)), (0, True)),
                  partials=lambda a, lambd=0.5: [sp.Piecewise((1, _outside(a, lambd)), (0, True))],
-                 check=_refuse("hardshrink_cpu"), doc="x outside [-lambd, lambd], 0 inside")
+                 check=_refuse("hardshrink_cpu"), doc="x outside [-lambd, lambd], 0 inside", literal_zero=True)
 threshold = _ew("threshold", "ThresholdBackward0",
                 lambda a, threshold=0.0, value=0.0: np.where(a <= np.asarray(threshold, a.dtype),
                                                              np.asarray(value, a.dtype), a),
                 lambda a, threshold=0.0, value=0.0: sp.Piecewise((value, a <= threshold), (a, True)),
                 partials=lambda a, threshold=0.0, value=0.0: [sp.Piecewise((0, a <= threshold), (1, True))],
-                keeps_int=True, check=_refuse("threshold_cpu", ints=False), doc="value where x <= threshold, else x")
+                keeps_int=True, check=_refuse("threshold_cpu", ints=False), doc="value where x <= threshold, else x",
+                literal_zero=True)

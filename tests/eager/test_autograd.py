@@ -752,3 +752,36 @@ def test_where_over_elementwise_chains(build):
         build(lib, x).sum().backward()
         return x.grad
     compare(run)
+
+
+_ZERO_GRAD_OPS = [
+    ("relu", lambda t, x: t.relu(x)),
+    ("F.relu", lambda t, x: t.nn.functional.relu(x)),
+    ("hardtanh", lambda t, x: t.nn.functional.hardtanh(x * 3)),
+    ("relu6", lambda t, x: t.nn.functional.relu6(x * 8)),
+    ("clamp", lambda t, x: x.clamp(-0.5, 0.5)),
+    ("clamp_min", lambda t, x: x.clamp(min=0.0)),
+    ("where", lambda t, x: t.where(x > 0, x, t.zeros(())) + t.where(x > 0, t.zeros(()), x * 2)),
+    ("maximum", lambda t, x: t.maximum(x, t.zeros(()))),
+    ("minimum", lambda t, x: t.minimum(x, t.zeros(()))),
+    ("threshold", lambda t, x: t.nn.functional.threshold(x, 0.1, 2.0)),
+    ("softshrink", lambda t, x: t.nn.functional.softshrink(x)),
+    ("hardshrink", lambda t, x: t.nn.functional.hardshrink(x)),
+    ("hardsigmoid", lambda t, x: t.nn.functional.hardsigmoid(x * 4)),
+    ("hardswish", lambda t, x: t.nn.functional.hardswish(x * 4)),
+    ("abs", lambda t, x: x.abs() * 0 + (x * 0).abs()),  # grad * sgn(x): -0.0 under a negative gradient
+    ("linear relu layer", lambda t, x: t.relu(x.reshape(2, 3) @ t.ones(3, 2) - 1.0)),
+]
+
+
+@pytest.mark.parametrize("name,fn", _ZERO_GRAD_OPS, ids=[n for n, _ in _ZERO_GRAD_OPS])
+def test_zero_gradients_keep_torchs_sign(name, fn):
+    """Where torch's backward writes a literal 0 (relu's threshold_backward, clamp, where, max/min, the shrinks),
+    the gradient is +0.0 whatever the sign of the incoming gradient; ``grad * sgn(x)`` (abs) keeps -0.0."""
+    vals = np.array([-1.5, -0.2, 0.0, 0.3, 2.0, -4.0], np.float32)
+    up = -1.0  # a negative incoming gradient: g * 0 would be -0.0
+    x, t = sg.tensor(vals, requires_grad=True), torch.tensor(vals, requires_grad=True)
+    (fn(sg, x) * up).sum().backward()
+    (fn(torch, t) * up).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+    np.testing.assert_array_equal(np.signbit(x.grad.numpy()), np.signbit(t.grad.numpy()), err_msg=name)
