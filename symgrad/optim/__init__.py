@@ -11,6 +11,7 @@ tensor([ 0.8000, -1.6000], requires_grad=True)
 from __future__ import annotations
 
 from . import lr_scheduler  # noqa: F401
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamw import AdamW
@@ -18,5 +19,5 @@ from .optimizer import Optimizer, register_optimizer_step_post_hook, register_op
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr_scheduler",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]

@@ -29,7 +29,8 @@ from llvmlite import ir
 from numba.core import types as _types
 from numba.extending import intrinsic, overload
 
-__all__ = ["EMULATE_MKL_SQRT", "torch_sqrt", "sgd_update", "adam_update", "rmsprop_update", "adagrad_update"]
+__all__ = ["EMULATE_MKL_SQRT", "torch_sqrt", "sgd_update", "adam_update", "rmsprop_update", "adagrad_update",
+           "adadelta_update"]
 
 
 def _cpu_vendor() -> str:
@@ -270,6 +271,22 @@ def _adagrad_kernel(p, g, ssum, f, c):  # noqa: ANN001, ANN202
         p[i] = p[i] + (c[2] * gi) / std                    # param.addcdiv_(grad, std, value=-clr)
 
 
+@numba.njit(**_JIT)
+def _adadelta_kernel(p, g, sq, acc, f, c):  # noqa: ANN001, ANN202
+    # f: maximize, has_wd; c: wd, rho, 1-rho, eps, -lr
+    for i in range(p.size):
+        gi = -g[i] if f[0] else g[i]
+        if f[1]:
+            gi = _fma(p[i], c[0], gi)                      # grad.add(param, alpha=weight_decay)
+        s = _fma(c[2] * gi, gi, sq[i] * c[1])              # square_avg.mul_(rho).addcmul_(grad, grad, 1-rho)
+        sq[i] = s
+        std = _sqrt(s + c[3])                              # square_avg.add(eps).sqrt_()
+        delta = _sqrt(acc[i] + c[3])                       # acc_delta.add(eps).sqrt_()
+        delta = delta / std * gi                           # delta.div_(std).mul_(grad)
+        acc[i] = _fma(c[2] * delta, delta, acc[i] * c[1])  # acc_delta.mul_(rho).addcmul_(delta, delta, 1-rho)
+        p[i] = _fma(delta, c[4], p[i])                     # param.add_(delta, alpha=-lr)
+
+
 # ---------------------------------------------------------------------------- Python entry points
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _EMPTY = {d: np.empty(0, d) for d in _KERNEL_DTYPES}
@@ -324,3 +341,9 @@ def adagrad_update(p: np.ndarray, g: np.ndarray, ssum: np.ndarray, *, maximize: 
                    eps: float, clr: float) -> None:
     """One Adagrad step on flat arrays with the decayed learning rate ``clr``."""
     _adagrad_kernel(p, g, ssum, *_flags(p, [maximize, weight_decay != 0], [weight_decay, eps, -clr]))
+
+
+def adadelta_update(p: np.ndarray, g: np.ndarray, sq: np.ndarray, acc: np.ndarray, *, maximize: bool,
+                    weight_decay: float, rho: float, eps: float, lr: float) -> None:
+    """One Adadelta step on flat arrays (``sq``: square_avg, ``acc``: acc_delta)."""
+    _adadelta_kernel(p, g, sq, acc, *_flags(p, [maximize, weight_decay != 0], [weight_decay, rho, 1 - rho, eps, -lr]))

@@ -38,6 +38,7 @@ CONFIGS = {
                 dict(lr=0.01, alpha=0.3, centered=True)],
     "Adagrad": [dict(lr=0.05), dict(lr=0.05, lr_decay=0.01), dict(lr=0.05, initial_accumulator_value=0.1, eps=1e-6),
                 dict(lr=0.05, weight_decay=0.1, maximize=True)],
+    "Adadelta": [dict(), dict(lr=0.5, rho=0.5, eps=1e-4), dict(lr=0.5, weight_decay=0.1, maximize=True)],
 }
 CASES = [(name, kw) for name, kws in CONFIGS.items() for kw in kws]
 IDS = [f"{name}-" + ",".join(f"{k}={v}" for k, v in kw.items()) for name, kw in CASES]
@@ -98,8 +99,8 @@ def test_trajectory_bit_identical(name: str, kw: dict, dtype: type) -> None:
             assert np.array_equal(v.numpy(), ss["state"][i][key].numpy())
 
 
-@pytest.mark.parametrize("name,kw", [CASES[2], CASES[9], CASES[17], CASES[22]],
-                         ids=["SGD", "Adam", "RMSprop", "Adagrad"])
+@pytest.mark.parametrize("name,kw", [CASES[2], CASES[9], CASES[17], CASES[22], CASES[-2]],
+                         ids=["SGD", "Adam", "RMSprop", "Adagrad", "Adadelta"])
 def test_load_state_dict_continues_the_trajectory(name: str, kw: dict) -> None:
     t = _Run(torch, name, kw, np.float64).steps(60)
     s = _Run(sg, name, kw, np.float64).steps(30)
@@ -115,7 +116,7 @@ def test_load_state_dict_continues_the_trajectory(name: str, kw: dict) -> None:
 
 
 def test_state_dict_structure_before_and_after_steps() -> None:
-    for name in ("SGD", "Adam", "Adagrad"):
+    for name in ("SGD", "Adam", "Adagrad", "Adadelta"):
         t = _Run(torch, name, dict(lr=0.1, momentum=0.9) if name == "SGD" else {}, np.float32)
         s = _Run(sg, name, dict(lr=0.1, momentum=0.9) if name == "SGD" else {}, np.float32)
         assert str(t.opt.state_dict()) == str(s.opt.state_dict())
@@ -242,6 +243,10 @@ def _errors(lib: object) -> list:
         lambda: o.RMSprop([p], momentum=-1),
         lambda: o.Adagrad([p], lr_decay=-1),
         lambda: o.Adagrad([p], initial_accumulator_value=-1),
+        lambda: o.Adadelta([p], lr=-1),
+        lambda: o.Adadelta([p], rho=1.5),
+        lambda: o.Adadelta([p], eps=-1),
+        lambda: o.Adadelta([p], weight_decay=-1),
         lambda: o.SGD([p]).load_state_dict({"state": {}, "param_groups": []}),
         lambda: o.SGD([p]).load_state_dict({"state": {}, "param_groups": [{"params": [0, 1]}]}),
     ]

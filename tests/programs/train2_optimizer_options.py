@@ -1,4 +1,4 @@
-"""One small regression trained with SGD (momentum, nesterov, weight decay), AdamW, RMSprop and per-group lrs."""
+"""One small regression trained with SGD (momentum, nesterov, weight decay), AdamW, RMSprop, Adadelta, param groups."""
 import torch
 import torch.nn as nn
 
@@ -27,6 +27,7 @@ configs = {
     "adam amsgrad": lambda ps: torch.optim.Adam(ps, lr=0.05, amsgrad=True),
     "rmsprop": lambda ps: torch.optim.RMSprop(ps, lr=0.01, alpha=0.9, momentum=0.5),
     "rmsprop centered": lambda ps: torch.optim.RMSprop(ps, lr=0.01, centered=True),
+    "adadelta": lambda ps: torch.optim.Adadelta(ps, lr=1.0, rho=0.8),
 }
 for name, make in configs.items():
     model = make_model()
