@@ -19,9 +19,10 @@ from .eager.basic import cat, stack
 from .eager.random import get_rng_state, set_rng_state
 from .eager.record import _apply
 from .eager.tensor import Tensor
+from .nn.utils import functional_call  # noqa: F401  (torch.func.functional_call)
 from .ops import REGISTRY
 
-__all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
 
 
 def _compiled(func: Callable, mode: str, argnums: int | Sequence[int], has_aux: bool = False) -> Any:

@@ -120,3 +120,25 @@ def test_func_namespace_matches_torch_func():
 def test_import_path_like_torch():
     from symgrad.autograd.functional import hessian
     assert hessian is sg.autograd.functional.hessian
+
+
+def test_func_functional_call_matches_torch():
+    """``torch.func.functional_call`` is ``sg.func.functional_call``: a module run on other parameters, and
+    ``func.grad`` of a loss of that dict gives a dict of gradients, as torch's."""
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    torch.manual_seed(0)
+    tm = torch.nn.Linear(3, 2)
+    sg.manual_seed(0)
+    sm = sg.nn.Linear(3, 2)
+    tp = {k: v.detach() * 2 for k, v in tm.named_parameters()}
+    sp_ = {k: v.detach() * 2 for k, v in sm.named_parameters()}
+    out_t = torch.func.functional_call(tm, tp, (torch.tensor(x, dtype=torch.float32),))
+    out_s = sg.func.functional_call(sm, sp_, (sg.tensor(x, dtype=sg.float32),))
+    np.testing.assert_array_equal(out_s.numpy(), out_t.detach().numpy())
+    gt = torch.func.grad(lambda p: torch.func.functional_call(tm, p, (torch.tensor(x, dtype=torch.float32),))
+                         .pow(2).sum())(tp)
+    gs = sg.func.grad(lambda p: sg.func.functional_call(sm, p, (sg.tensor(x, dtype=sg.float32),))
+                      .pow(2).sum())(sp_)
+    assert list(gs) == list(gt)
+    for k in gt:
+        np.testing.assert_allclose(np.asarray(gs[k]), gt[k].numpy(), rtol=1e-6)
