@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import torch
-from conftest import FLOAT_DTYPES, assert_close, grad_fn_name
+from conftest import FLOAT_DTYPES, assert_close, assert_same_error, grad_fn_name
 
 import symgrad as sg
 from symgrad.nn import losses
@@ -163,3 +163,69 @@ def test_class_targets_can_be_arguments_of_compiled_functions(kw: dict):
         tv.backward()
         assert_close(np.asarray(value), tv)
         assert_close(grad, tx.grad)
+
+
+_RNG_MARGIN = np.random.default_rng(11)
+_A, _B, _C = (_RNG_MARGIN.standard_normal((5, 3)) for _ in range(3))
+_Y = np.array([1.0, -1.0, 1.0, -1.0, 1.0])
+_SIGN = np.sign(_RNG_MARGIN.standard_normal((5, 3)))
+
+MARGIN_CALLS = [
+    ("margin_ranking_loss", lambda F, t, kw, a, b, c: F.margin_ranking_loss(a[:, 0], b[:, 0], t(_Y), margin=0.2, **kw)),
+    ("hinge_embedding_loss", lambda F, t, kw, a, b, c: F.hinge_embedding_loss(a, t(_SIGN), margin=0.5, **kw)),
+    ("soft_margin_loss", lambda F, t, kw, a, b, c: F.soft_margin_loss(a, t(_SIGN), **kw)),
+    ("cosine_embedding_loss", lambda F, t, kw, a, b, c: F.cosine_embedding_loss(a, b, t(_Y), margin=0.1, **kw)),
+    ("cosine_embedding_loss 1d", lambda F, t, kw, a, b, c: F.cosine_embedding_loss(a[0], b[0], t(1.0) * -1, **kw)),
+    ("triplet_margin_loss", lambda F, t, kw, a, b, c: F.triplet_margin_loss(a, b, c, **kw)),
+    ("triplet_margin_loss p1 swap", lambda F, t, kw, a, b, c: F.triplet_margin_loss(a, b, c, margin=0.5, p=1, swap=True,
+                                                                                **kw)),
+    ("gaussian_nll_loss", lambda F, t, kw, a, b, c: F.gaussian_nll_loss(a, b, c * c, **kw)),
+    ("gaussian_nll_loss full var per row",
+     lambda F, t, kw, a, b, c: F.gaussian_nll_loss(a, b, (c * c)[:, :1], full=True, **kw)),
+    ("poisson_nll_loss", lambda F, t, kw, a, b, c: F.poisson_nll_loss(a, b.abs(), **kw)),
+    ("poisson_nll_loss full", lambda F, t, kw, a, b, c: F.poisson_nll_loss(a.abs() + 0.1, b.abs() * 3, log_input=False,
+                                                                       full=True, **kw)),
+    ("pairwise_distance", lambda F, t, kw, a, b, c: F.pairwise_distance(a, b, p=3.0, keepdim=True)),
+]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,call", MARGIN_CALLS, ids=[n for n, _ in MARGIN_CALLS])
+def test_margin_and_likelihood_losses_match_torch(name, call, dtype, reduction):
+    """Values, grad_fn names and the gradients of every input, each reduction, float32 and float64."""
+    kw = {} if name == "pairwise_distance" else {"reduction": reduction}
+    tens = [torch.tensor(v.astype(dtype), requires_grad=True) for v in (_A, _B, _C)]
+    sgs = [sg.tensor(v.astype(dtype), requires_grad=True) for v in (_A, _B, _C)]
+    out_t = call(torch.nn.functional, lambda v: torch.tensor(v, dtype=getattr(torch, dtype)), kw, *tens)
+    out_s = call(sg.nn.functional, lambda v: sg.tensor(v, dtype=getattr(sg, dtype)), kw, *sgs)
+    assert_close(out_s, out_t.detach())
+    assert out_s.grad_fn.name() == out_t.grad_fn.name()
+    out_t.sum().backward()
+    out_s.sum().backward()
+    for s, t in zip(sgs, tens):
+        if t.grad is not None:
+            assert_close(s.grad, t.grad)
+
+
+def test_margin_loss_modules_and_errors_match_torch():
+    for make in (lambda nn: nn.MarginRankingLoss(0.5), lambda nn: nn.TripletMarginLoss(swap=True),
+                 lambda nn: nn.CosineEmbeddingLoss(), lambda nn: nn.HingeEmbeddingLoss(),
+                 lambda nn: nn.SoftMarginLoss(), lambda nn: nn.GaussianNLLLoss(full=True),
+                 lambda nn: nn.PoissonNLLLoss(log_input=False), lambda nn: nn.PairwiseDistance(),
+                 lambda nn: nn.CosineSimilarity(dim=0)):
+        assert repr(make(sg.nn)) == repr(make(torch.nn))
+    a = np.ones((2, 3))
+    assert_same_error(lambda: sg.nn.functional.margin_ranking_loss(sg.tensor(a), sg.tensor(a[0]), sg.tensor(a)),
+                      lambda: torch.nn.functional.margin_ranking_loss(torch.tensor(a), torch.tensor(a[0]),
+                                                                      torch.tensor(a)))
+    assert_same_error(lambda: sg.nn.functional.gaussian_nll_loss(sg.tensor(a), sg.tensor(a), sg.tensor(-a)),
+                      lambda: torch.nn.functional.gaussian_nll_loss(torch.tensor(a), torch.tensor(a),
+                                                                    torch.tensor(-a)))
+    assert_same_error(lambda: sg.nn.functional.cosine_embedding_loss(sg.tensor(a), sg.tensor(a), sg.tensor(a)),
+                      lambda: torch.nn.functional.cosine_embedding_loss(torch.tensor(a), torch.tensor(a),
+                                                                        torch.tensor(a)))
+    assert_same_error(lambda: sg.nn.TripletMarginLoss(margin=0), lambda: torch.nn.TripletMarginLoss(margin=0))
+    x, y = np.linspace(-1, 1, 6).reshape(2, 3), np.linspace(0.5, 2, 6).reshape(2, 3)
+    assert_close(sg.nn.CosineSimilarity(0)(sg.tensor(x), sg.tensor(y)),
+                 torch.nn.CosineSimilarity(0)(torch.tensor(x), torch.tensor(y)))

@@ -220,6 +220,7 @@ from .divergence import kl_div  # noqa: E402, F401
 from .feature_dropout import dropout1d, dropout2d, dropout3d, feature_dropout  # noqa: E402, F401
 from .layers import *  # noqa: E402, F401, F403  (linear, dropout, normalize, ...: symgrad/nn/layers.py)
 from .losses import *  # noqa: E402, F401, F403  (mse_loss, cross_entropy, ...: symgrad/nn/losses.py)
+from .margin_losses import *  # noqa: E402, F401, F403  (margin / embedding / likelihood losses, pairwise_distance)
 from .modules.sparse import embedding  # noqa: E402, F401
 from .normalization import batch_norm, group_norm, layer_norm, rms_norm  # noqa: E402, F401
 from .pooling_ops import *  # noqa: E402, F401, F403  (pooling, interpolate, pixel_shuffle: nn/pooling_ops.py)
