@@ -16,10 +16,12 @@ from .methods.reduce import ReductionMethods
 from .methods.select import SelectionMethods
 from .methods.shape import ShapeMethods
 from .more_ops import MoreMethods
+from .toplevel_ops import ToplevelMethods
 
 
 class Tensor(AutogradMethods, ConversionMethods, MathMethods, TorchMathMethods, ReductionMethods, ShapeMethods,
-             SelectionMethods, InPlaceMethods, RandomMethods, MoreMethods, LinalgMethods, TensorBase, concrete=True):
+             SelectionMethods, InPlaceMethods, RandomMethods, MoreMethods, LinalgMethods, ToplevelMethods, TensorBase,
+             concrete=True):
     """A multi-dimensional array that records the operations applied to it.
 
     >>> import symgrad as sg
