@@ -30,7 +30,7 @@ from numba.core import types as _types
 from numba.extending import intrinsic, overload
 
 __all__ = ["EMULATE_MKL_SQRT", "torch_sqrt", "sgd_update", "adam_update", "rmsprop_update", "adagrad_update",
-           "adadelta_update"]
+           "adadelta_update", "nadam_update"]
 
 
 def _cpu_vendor() -> str:
@@ -287,6 +287,27 @@ def _adadelta_kernel(p, g, sq, acc, f, c):  # noqa: ANN001, ANN202
         p[i] = _fma(delta, c[4], p[i])                     # param.add_(delta, alpha=-lr)
 
 
+@numba.njit(**_JIT)
+def _nadam_kernel(p, g, m, v, f, c):  # noqa: ANN001, ANN202
+    # f: maximize, has_wd, decoupled, w_small
+    # c: wd, 1-lr*wd, 1-beta1, -beta1, beta2, 1-beta2, bias_correction2, eps, grad coefficient, exp_avg coefficient
+    for i in range(p.size):
+        gi = -g[i] if f[0] else g[i]
+        pi = p[i]
+        if f[1]:
+            if f[2]:
+                pi = pi * c[1]                             # param.mul_(1 - lr * weight_decay)
+            else:
+                gi = _fma(pi, c[0], gi)                    # grad.add(param, alpha=weight_decay)
+        mi = _lerp(m[i], gi, c[2], f[3], c[3])             # exp_avg.lerp_(grad, 1 - beta1)
+        m[i] = mi
+        vi = _fma(c[5] * gi, gi, v[i] * c[4])              # exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1-beta2)
+        v[i] = vi
+        denom = _sqrt(vi / c[6]) + c[7]                    # exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
+        pi = pi + (c[8] * gi) / denom                      # param.addcdiv_(grad, denom, value=-lr (1-mu) / (1-prod))
+        p[i] = pi + (c[9] * mi) / denom                    # param.addcdiv_(exp_avg, denom, value=-lr mu' / (1-prod'))
+
+
 # ---------------------------------------------------------------------------- Python entry points
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _EMPTY = {d: np.empty(0, d) for d in _KERNEL_DTYPES}
@@ -347,3 +368,17 @@ def adadelta_update(p: np.ndarray, g: np.ndarray, sq: np.ndarray, acc: np.ndarra
                     weight_decay: float, rho: float, eps: float, lr: float) -> None:
     """One Adadelta step on flat arrays (``sq``: square_avg, ``acc``: acc_delta)."""
     _adadelta_kernel(p, g, sq, acc, *_flags(p, [maximize, weight_decay != 0], [weight_decay, rho, 1 - rho, eps, -lr]))
+
+
+def nadam_update(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, *, maximize: bool, weight_decay: float,
+                 decoupled: bool, lr: float, beta1: float, beta2: float, eps: float, step: float, mu: float,
+                 mu_next: float, mu_product: float) -> None:
+    """One NAdam step on flat arrays at step ``step`` (already incremented); ``mu_product`` already includes
+    ``mu``, as torch reads it back from its float32 state."""
+    bias_correction2 = 1 - beta2 ** step
+    mu_product_next = mu_product * mu_next
+    w, small, w_m1 = _lerp_weight(p.dtype, 1 - beta1)
+    _nadam_kernel(p, g, m, v, *_flags(p, [maximize, weight_decay != 0, decoupled, small],
+                                      [weight_decay, 1 - lr * weight_decay, w, w_m1, beta2, 1 - beta2,
+                                       bias_correction2, eps, -lr * (1.0 - mu) / (1.0 - mu_product),
+                                       (-lr * mu_next) / (1.0 - mu_product_next)]))

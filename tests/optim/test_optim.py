@@ -39,6 +39,8 @@ CONFIGS = {
     "Adagrad": [dict(lr=0.05), dict(lr=0.05, lr_decay=0.01), dict(lr=0.05, initial_accumulator_value=0.1, eps=1e-6),
                 dict(lr=0.05, weight_decay=0.1, maximize=True)],
     "Adadelta": [dict(), dict(lr=0.5, rho=0.5, eps=1e-4), dict(lr=0.5, weight_decay=0.1, maximize=True)],
+    "NAdam": [dict(lr=0.01), dict(lr=0.01, betas=(0.5, 0.9), momentum_decay=0.01, weight_decay=0.1),
+              dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)],
 }
 CASES = [(name, kw) for name, kws in CONFIGS.items() for kw in kws]
 IDS = [f"{name}-" + ",".join(f"{k}={v}" for k, v in kw.items()) for name, kw in CASES]
@@ -99,8 +101,8 @@ def test_trajectory_bit_identical(name: str, kw: dict, dtype: type) -> None:
             assert np.array_equal(v.numpy(), ss["state"][i][key].numpy())
 
 
-@pytest.mark.parametrize("name,kw", [CASES[2], CASES[9], CASES[17], CASES[22], CASES[-2]],
-                         ids=["SGD", "Adam", "RMSprop", "Adagrad", "Adadelta"])
+@pytest.mark.parametrize("name,kw", [CASES[2], CASES[9], CASES[17], CASES[22], CASES[-5], CASES[-2]],
+                         ids=["SGD", "Adam", "RMSprop", "Adagrad", "Adadelta", "NAdam"])
 def test_load_state_dict_continues_the_trajectory(name: str, kw: dict) -> None:
     t = _Run(torch, name, kw, np.float64).steps(60)
     s = _Run(sg, name, kw, np.float64).steps(30)
@@ -116,7 +118,7 @@ def test_load_state_dict_continues_the_trajectory(name: str, kw: dict) -> None:
 
 
 def test_state_dict_structure_before_and_after_steps() -> None:
-    for name in ("SGD", "Adam", "Adagrad", "Adadelta"):
+    for name in ("SGD", "Adam", "Adagrad", "Adadelta", "NAdam"):
         t = _Run(torch, name, dict(lr=0.1, momentum=0.9) if name == "SGD" else {}, np.float32)
         s = _Run(sg, name, dict(lr=0.1, momentum=0.9) if name == "SGD" else {}, np.float32)
         assert str(t.opt.state_dict()) == str(s.opt.state_dict())
@@ -247,6 +249,8 @@ def _errors(lib: object) -> list:
         lambda: o.Adadelta([p], rho=1.5),
         lambda: o.Adadelta([p], eps=-1),
         lambda: o.Adadelta([p], weight_decay=-1),
+        lambda: o.NAdam([p], momentum_decay=-1),
+        lambda: o.NAdam([p], betas=(0.9, 1.0)),
         lambda: o.SGD([p]).load_state_dict({"state": {}, "param_groups": []}),
         lambda: o.SGD([p]).load_state_dict({"state": {}, "param_groups": [{"params": [0, 1]}]}),
     ]
