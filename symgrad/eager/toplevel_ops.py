@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -18,7 +19,7 @@ import numpy as np
 from ..core import dtypes
 from ..ops import A, normalize_dims
 from . import return_types
-from .base import TensorBase, _to_array, make_tensor
+from .base import TensorBase, _to_array, is_traced, make_tensor
 from .basic import _cast, cat, clamp, maximum, minimum, nonzero, stack, tensor_like, where
 from .composite import _arr, _fused, _gather, _index, _named, _order, flip
 from .more_ops import meshgrid, mode, tensor_split
@@ -45,8 +46,11 @@ def _dim(t: Tensor, dim: int) -> int:
     return normalize_dims(dim, t.ndim)[0] if t.ndim else 0
 
 
-def _data(x: Any) -> np.ndarray:
+def _data(x: Any, who: str | None = None) -> np.ndarray:
+    """The values of ``x`` (a tensor being traced has none: TracingError naming ``who``, else the caller)."""
     if isinstance(x, TensorBase):
+        if is_traced(x):
+            x._concrete(f"torch.{who or sys._getframe(1).f_code.co_name}")
         return np.asarray(x._data)
     return np.asarray(x)
 
@@ -238,11 +242,10 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
 
 def _nan_max(input: Any, other: Any, ge: builtins.bool, fn: str) -> Tensor:
     a, b = _t(input), _t(other)
-    x, y = _data(a), _data(b)
-    with np.errstate(invalid="ignore"):
-        keep = ((x >= y) if ge else (x <= y)) | np.isnan(y)
-    res = where(_plain(keep), a, b)
-    return _named(res, fn)
+    keep = (a >= b) if ge else (a <= b)
+    if b.is_floating_point():
+        keep = keep.logical_or(b.isnan())
+    return _named(where(keep, a, b), fn)
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
@@ -280,7 +283,7 @@ def _int_binary(f: Any, input: Any, other: Any) -> Tensor:
         bad = a if a.is_floating_point() or a.dtype == dtypes.bool else b
         raise NotImplementedError(f"\"{f.__name__}_cpu\" not implemented for '{_SCALAR_NAMES[bad.dtype.name]}'")
     dt = dtypes.promote_types(a.dtype, b.dtype)
-    return _plain(f(_data(a), _data(b)).astype(dt.np))
+    return _plain(f(_data(a, f.__name__), _data(b, f.__name__)).astype(dt.np))
 
 
 def gcd(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
@@ -401,7 +404,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
 def _cum_ext(input: Tensor, dim: int, greater: builtins.bool, name: str) -> Any:
     t = _t(input)
     d = _dim(t, dim)
-    x = _data(t)
+    x = _data(t, name)
     if x.ndim == 0:
         idx = np.zeros((), np.int64)
     else:
@@ -445,7 +448,7 @@ def msort(input: Tensor) -> Tensor:  # noqa: A002
 
 
 def _dim_index(t: Tensor, d: int, index: Any, who: str) -> np.ndarray:
-    idx = _data(index)
+    idx = _data(index, who)
     if idx.dtype != np.int64:
         raise IndexError(f"{who}(): Expected a long tensor for index, but got {_t(index).dtype.name.capitalize()}")
     if idx.ndim > 1:
@@ -776,7 +779,7 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: builtins.bool, interpola
     if not t.is_floating_point():
         raise RuntimeError(f"{who}() input tensor must be either float or double dtype")
     qt = q if isinstance(q, TensorBase) else None
-    qv = _data(q).astype(t.dtype.np) if qt is not None else np.asarray(q, np.float64)
+    qv = _data(q, who).astype(t.dtype.np) if qt is not None else np.asarray(q, np.float64)
     if qt is not None and qt.dtype != t.dtype:
         raise RuntimeError(f"{who}() q tensor must be same dtype as the input tensor")
     if qv.ndim > 1:
@@ -796,9 +799,9 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: builtins.bool, interpola
     n = x.shape[-1]
     if n == 0:
         raise RuntimeError(f"{who}() input tensor must be non-empty")
-    order = _order(x, x.ndim - 1, False)
+    order = _order(x, x.ndim - 1, False) if not is_traced(x) else _data(x, who)
     srt = _gather(x, x.ndim - 1, _plain(order), "")
-    sd = np.take_along_axis(_data(x), order, -1)
+    sd = np.take_along_axis(_data(x, who), order, -1)
     nan = np.isnan(sd)
     cnt = (~nan).sum(-1, keepdims=True) if ignore_nan else np.full(sd.shape[:-1] + (1,), n)
     qs = qv.reshape(-1)
@@ -861,8 +864,7 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa
     d = _dim(t, dim)
     others = [k for k in builtins.range(t.ndim) if k != d]
     norm = t.norm(p, dim=others, keepdim=True)
-    big = _plain(_data(norm) > maxnorm)
-    factor = where(big, maxnorm / (norm + 1e-7), 1.0)
+    factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
     return _named(t * factor, "RenormBackward0")
 
 

@@ -362,3 +362,19 @@ def test_assert_close_dtypes_numbers_and_containers():
     ]
     for case in cases:
         assert _outcome(lambda c=case: c(sg)) == _outcome(lambda c=case: c(torch))
+
+
+def test_traced_compositions_and_data_only_refusals():
+    def f(lib, x):
+        return (lib.fmax(x, x * 2) + lib.renorm(x.reshape(3, 1), 2, 0, 0.5).flatten() + lib.clamp_min(x, 0.5)).sum()
+
+    data = np.array([1.0, -2.0, 3.0])
+    x = torch.tensor(data, requires_grad=True)
+    f(torch, x).backward()
+    value, grad = sg.value_and_grad(lambda v: f(sg, v))(data)
+    np.testing.assert_allclose(value, f(torch, torch.tensor(data)).item(), rtol=1e-12)
+    np.testing.assert_allclose(grad, x.grad.numpy(), rtol=1e-12)
+    for fn, name in ((lambda v: sg.quantile(v, 0.5), "torch.quantile"), (lambda v: sg.cummax(v, 0)[0].sum(),
+                                                                          "torch.cummax")):
+        with pytest.raises(sg.TracingError, match=name):
+            sg.compile(fn)(data)
