@@ -56,7 +56,8 @@ def _data(x: Any, who: str | None = None) -> np.ndarray:
 
 
 def _plain(arr: np.ndarray) -> Tensor:
-    return make_tensor(np.ascontiguousarray(arr))
+    arr = np.asarray(arr)
+    return make_tensor(arr if arr.flags.c_contiguous else arr.copy())
 
 
 # --------------------------------------------------------------------------- dtype limits
@@ -153,9 +154,13 @@ def is_nonzero(input: Tensor) -> builtins.bool:  # noqa: A002
 
 
 def asarray(obj: Any, *, dtype: dtypes.DType | None = None, device: Any = None, copy: builtins.bool | None = None,
-            requires_grad: builtins.bool = False) -> Tensor:
+            requires_grad: builtins.bool | None = None) -> Tensor:
     """``obj`` as a tensor, sharing memory with a tensor of the same dtype unless ``copy``."""
     if isinstance(obj, TensorBase):
+        if requires_grad is None and obj.requires_grad:
+            warnings.warn("torch.asarray: unspecified requires_grad now defaults to obj.requires_grad instead of "
+                          "False. Pass requires_grad=False explicitly to get the old behavior and silence this "
+                          "warning.", UserWarning, stacklevel=2)
         out = obj if dtype is None or dtype == obj.dtype else obj.to(dtype)
         if copy and out is obj:
             out = obj.clone()
@@ -165,6 +170,8 @@ def asarray(obj: Any, *, dtype: dtypes.DType | None = None, device: Any = None, 
             out = out.clone()
     if requires_grad:
         out.requires_grad_(True)
+    elif requires_grad is False and out.requires_grad:  # torch: a leaf stops requiring grad, a result is detached
+        out = out.detach() if out.grad_fn is not None else out.requires_grad_(False)
     return out
 
 
@@ -557,8 +564,6 @@ def combinations(input: Tensor, r: int = 2, with_replacement: builtins.bool = Fa
         return _plain(np.empty((0,), t.dtype.np))
     gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = np.array(list(gen(builtins.range(t.shape[0]), r)), np.int64).reshape(-1, r)
-    if r == 1:
-        return _index(t, [_arr(rows[:, 0])], "IndexBackward0" if t.is_floating_point() else "")
     cols = [_index(t, [_arr(rows[:, j])], "") for j in builtins.range(r)]
     return stack(cols, 1)
 

@@ -378,3 +378,67 @@ def test_traced_compositions_and_data_only_refusals():
                                                                           "torch.cummax")):
         with pytest.raises(sg.TracingError, match=name):
             sg.compile(fn)(data)
+
+
+def _inputs(L):
+    x = L.tensor([[1.0, -2.0, 3.0], [4.0, 0.5, -6.0]], requires_grad=True)
+    v = L.tensor([0.5, 1.5, -1.0], requires_grad=True)
+    return x, v
+
+
+REPR_CASES = {
+    "cummax dim kw": lambda L, x, v: x.cummax(dim=1),
+    "all dims": lambda L, x, v: L.all(x > 0, dim=(0, 1)),
+    "any keepdim": lambda L, x, v: L.any(x > 5, 1, True),
+    "quantile q dim -1": lambda L, x, v: L.quantile(x, L.tensor([0.2, 0.8]), dim=-1),
+    "cov aweights": lambda L, x, v: L.cov(x, correction=0, aweights=L.tensor([1.0, 2.0, 0.5])),
+    "cov both weights": lambda L, x, v: L.cov(x, fweights=L.tensor([1, 2, 1]), aweights=L.tensor([1.0, 2.0, 0.5])),
+    "tensordot 0": lambda L, x, v: L.tensordot(v, v, dims=0),
+    "tensordot matvec": lambda L, x, v: L.tensordot(x, v, dims=1),
+    "combinations r1": lambda L, x, v: L.combinations(v, r=1),
+    "combinations r0": lambda L, x, v: L.combinations(v, r=0),
+    "combinations r4": lambda L, x, v: L.combinations(v, r=4),
+    "bincount empty": lambda L, x, v: L.bincount(L.tensor([], dtype=L.int64)),
+    "rot90 k0": lambda L, x, v: L.rot90(x, 0),
+    "broadcast same": lambda L, x, v: L.broadcast_tensors(v, v),
+    "cartesian one": lambda L, x, v: L.cartesian_prod(v),
+    "index_fill tensor value": lambda L, x, v: L.index_fill(x, 0, L.tensor([1]), L.tensor(-1.0)),
+    "take 0-d": lambda L, x, v: L.take(x, L.tensor(3)),
+    "clamp_min int": lambda L, x, v: L.clamp_min(L.tensor([1, 5]), 3),
+    "float_power number base": lambda L, x, v: L.float_power(2, v),
+    "float_power int exponent": lambda L, x, v: L.float_power(v, L.tensor([1, 2, 3])),
+    "fmax promotes": lambda L, x, v: L.fmax(L.tensor([1, 5]), L.tensor([2.0, float("nan")])),
+    "copysign -0": lambda L, x, v: L.copysign(L.tensor([1, -2]), -0.0),
+    "copysign zeros": lambda L, x, v: L.copysign(v, L.tensor([-0.0, 0.0, 1.0])),
+    "gcd zeros": lambda L, x, v: L.gcd(L.tensor([0, -12]), L.tensor([0, 18])),
+    "lcm int32": lambda L, x, v: L.lcm(L.tensor([0, -4], dtype=L.int32), L.tensor([3, 6], dtype=L.int32)),
+    "unique_consecutive dim inverse": lambda L, x, v: L.unique_consecutive(L.tensor([[1, 1], [1, 1], [2, 0]]),
+                                                                           return_inverse=True, dim=0),
+    "unravel int shape": lambda L, x, v: L.unravel_index(L.tensor(5), 6),
+    "unravel negative": lambda L, x, v: L.unravel_index(L.tensor([-1]), (2, 3)),
+    "trapezoid int": lambda L, x, v: L.trapezoid(L.tensor([1, 2, 3])),
+    "cumulative_trapezoid dx": lambda L, x, v: L.cumulative_trapezoid(x, dx=2.0),
+    "corrcoef 1d": lambda L, x, v: L.corrcoef(v),
+    "cov int": lambda L, x, v: L.cov(L.tensor([1, 2, 4])),
+    "nanquantile all nan": lambda L, x, v: L.nanquantile(L.tensor([float("nan"), float("nan")]), 0.5),
+    "quantile nan": lambda L, x, v: L.quantile(L.tensor([1.0, float("nan")]), 0.5),
+    "tril_indices empty": lambda L, x, v: L.tril_indices(0, 0),
+    "triu_indices wide": lambda L, x, v: L.triu_indices(3, 5, -1),
+    "asarray number": lambda L, x, v: L.asarray(3.5),
+    "asarray half": lambda L, x, v: L.asarray([[1, 2]], dtype=L.float16),
+    "asarray copy": lambda L, x, v: L.asarray(v, copy=True, requires_grad=True),
+    "asarray detaches": lambda L, x, v: L.asarray(v * 2, requires_grad=False),
+    "isposinf half": lambda L, x, v: L.isposinf(L.tensor([1.0, float("inf")], dtype=L.float16)),
+    "masked_select broadcast": lambda L, x, v: L.masked_select(x, L.tensor([True, False, True])),
+    "scatter value positional": lambda L, x, v: L.scatter(x, 1, L.tensor([[0], [2]]), 0.0),
+    "mode export": lambda L, x, v: L.mode(L.tensor([1, 2, 2, 3])),
+    "inner method": lambda L, x, v: x.inner(x),
+    "ger method": lambda L, x, v: v.ger(v),
+    "index_copy method": lambda L, x, v: x.index_copy(1, L.tensor([0]), L.ones(2, 1)),
+}
+
+
+@pytest.mark.parametrize("name", list(REPR_CASES))
+def test_printed_results_match_torch(name):
+    fn = REPR_CASES[name]
+    assert repr(fn(sg, *_inputs(sg))) == repr(fn(torch, *_inputs(torch)))
