@@ -30,7 +30,7 @@ from numba.core import types as _types
 from numba.extending import intrinsic, overload
 
 __all__ = ["EMULATE_MKL_SQRT", "torch_sqrt", "sgd_update", "adam_update", "rmsprop_update", "adagrad_update",
-           "adadelta_update", "nadam_update"]
+           "adadelta_update", "nadam_update", "adamax_update", "radam_update"]
 
 
 def _cpu_vendor() -> str:
@@ -308,6 +308,43 @@ def _nadam_kernel(p, g, m, v, f, c):  # noqa: ANN001, ANN202
         p[i] = pi + (c[9] * mi) / denom                    # param.addcdiv_(exp_avg, denom, value=-lr mu' / (1-prod'))
 
 
+@numba.njit(**_JIT)
+def _adamax_kernel(p, g, m, u, f, c):  # noqa: ANN001, ANN202
+    # f: maximize, has_wd, w_small; c: wd, 1-beta1, -beta1, beta2, eps, -clr
+    for i in range(p.size):
+        gi = -g[i] if f[0] else g[i]
+        if f[1]:
+            gi = _fma(p[i], c[0], gi)                      # grad.add(param, alpha=weight_decay)
+        mi = _lerp(m[i], gi, c[1], f[2], c[2])             # exp_avg.lerp_(grad, 1 - beta1)
+        m[i] = mi
+        ui = _maximum(u[i] * c[3], abs(gi) + c[4])         # torch.maximum(exp_inf.mul_(beta2), |grad| + eps)
+        u[i] = ui
+        p[i] = p[i] + (c[5] * mi) / ui                     # param.addcdiv_(exp_avg, exp_inf, value=-clr)
+
+
+@numba.njit(**_JIT)
+def _radam_kernel(p, g, m, v, f, c):  # noqa: ANN001, ANN202
+    # f: maximize, has_wd, decoupled, w_small, rectified
+    # c: wd, 1-lr*wd, 1-beta1, -beta1, beta2, 1-beta2, bias_correction1, lr, bias_correction2**0.5, eps, rect, 1
+    for i in range(p.size):
+        gi = -g[i] if f[0] else g[i]
+        pi = p[i]
+        if f[1]:
+            if f[2]:
+                pi = pi * c[1]                             # param.mul_(1 - lr * weight_decay)
+            else:
+                gi = _fma(pi, c[0], gi)                    # grad.add(param, alpha=weight_decay)
+        mi = _lerp(m[i], gi, c[2], f[3], c[3])             # exp_avg.lerp_(grad, 1 - beta1)
+        m[i] = mi
+        vi = _fma(c[5] * gi, gi, v[i] * c[4])              # exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1-beta2)
+        v[i] = vi
+        step = (mi / c[6]) * c[7]                          # exp_avg / bias_correction1 * lr
+        if f[4]:
+            # * (bc2**0.5 / (sqrt(v) + eps)) * rect; a number over a tensor is torch's reciprocal() * number
+            step = (step * ((c[11] / (_sqrt(vi) + c[9])) * c[8])) * c[10]
+        p[i] = pi - step                                   # param.add_(..., alpha=-1.0)
+
+
 # ---------------------------------------------------------------------------- Python entry points
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _EMPTY = {d: np.empty(0, d) for d in _KERNEL_DTYPES}
@@ -382,3 +419,30 @@ def nadam_update(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, *, 
                                       [weight_decay, 1 - lr * weight_decay, w, w_m1, beta2, 1 - beta2,
                                        bias_correction2, eps, -lr * (1.0 - mu) / (1.0 - mu_product),
                                        (-lr * mu_next) / (1.0 - mu_product_next)]))
+
+
+def adamax_update(p: np.ndarray, g: np.ndarray, m: np.ndarray, u: np.ndarray, *, maximize: bool,
+                  weight_decay: float, lr: float, beta1: float, beta2: float, eps: float, step: float) -> None:
+    """One Adamax step on flat arrays (``u``: exp_inf) at step ``step`` (already incremented)."""
+    clr = lr / (1 - beta1 ** step)
+    w, small, w_m1 = _lerp_weight(p.dtype, 1 - beta1)
+    _adamax_kernel(p, g, m, u, *_flags(p, [maximize, weight_decay != 0, small],
+                                       [weight_decay, w, w_m1, beta2, eps, -clr]))
+
+
+def radam_update(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, *, maximize: bool,
+                 weight_decay: float, decoupled: bool, lr: float, beta1: float, beta2: float, eps: float,
+                 step: float) -> None:
+    """One RAdam step on flat arrays at step ``step`` (already incremented): rectified once the approximated
+    SMA length passes 5."""
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+    rectified = rho_t > 5.0
+    rect = (((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            if rectified else 1.0)
+    w, small, w_m1 = _lerp_weight(p.dtype, 1 - beta1)
+    _radam_kernel(p, g, m, v, *_flags(p, [maximize, weight_decay != 0, decoupled, small, rectified],
+                                      [weight_decay, 1 - lr * weight_decay, w, w_m1, beta2, 1 - beta2,
+                                       bias_correction1, lr, bias_correction2 ** 0.5, eps, rect, 1.0]))

@@ -41,6 +41,9 @@ CONFIGS = {
     "Adadelta": [dict(), dict(lr=0.5, rho=0.5, eps=1e-4), dict(lr=0.5, weight_decay=0.1, maximize=True)],
     "NAdam": [dict(lr=0.01), dict(lr=0.01, betas=(0.5, 0.9), momentum_decay=0.01, weight_decay=0.1),
               dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)],
+    "Adamax": [dict(lr=0.01), dict(lr=0.01, betas=(0.5, 0.9), eps=1e-3, weight_decay=0.1, maximize=True)],
+    "RAdam": [dict(lr=0.01), dict(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1),
+              dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)],
 }
 CASES = [(name, kw) for name, kws in CONFIGS.items() for kw in kws]
 IDS = [f"{name}-" + ",".join(f"{k}={v}" for k, v in kw.items()) for name, kw in CASES]
@@ -101,8 +104,10 @@ def test_trajectory_bit_identical(name: str, kw: dict, dtype: type) -> None:
             assert np.array_equal(v.numpy(), ss["state"][i][key].numpy())
 
 
-@pytest.mark.parametrize("name,kw", [CASES[2], CASES[9], CASES[17], CASES[22], CASES[-5], CASES[-2]],
-                         ids=["SGD", "Adam", "RMSprop", "Adagrad", "Adadelta", "NAdam"])
+@pytest.mark.parametrize("name,kw", [CASES[2], CASES[9], CASES[17], CASES[22], ("Adadelta", CONFIGS["Adadelta"][1]),
+                                     ("NAdam", CONFIGS["NAdam"][1]), ("RAdam", CONFIGS["RAdam"][1]),
+                                     ("Adamax", CONFIGS["Adamax"][1])],
+                         ids=["SGD", "Adam", "RMSprop", "Adagrad", "Adadelta", "NAdam", "RAdam", "Adamax"])
 def test_load_state_dict_continues_the_trajectory(name: str, kw: dict) -> None:
     t = _Run(torch, name, kw, np.float64).steps(60)
     s = _Run(sg, name, kw, np.float64).steps(30)
@@ -118,7 +123,7 @@ def test_load_state_dict_continues_the_trajectory(name: str, kw: dict) -> None:
 
 
 def test_state_dict_structure_before_and_after_steps() -> None:
-    for name in ("SGD", "Adam", "Adagrad", "Adadelta", "NAdam"):
+    for name in ("SGD", "Adam", "Adagrad", "Adadelta", "NAdam", "Adamax", "RAdam"):
         t = _Run(torch, name, dict(lr=0.1, momentum=0.9) if name == "SGD" else {}, np.float32)
         s = _Run(sg, name, dict(lr=0.1, momentum=0.9) if name == "SGD" else {}, np.float32)
         assert str(t.opt.state_dict()) == str(s.opt.state_dict())
@@ -251,6 +256,8 @@ def _errors(lib: object) -> list:
         lambda: o.Adadelta([p], weight_decay=-1),
         lambda: o.NAdam([p], momentum_decay=-1),
         lambda: o.NAdam([p], betas=(0.9, 1.0)),
+        lambda: o.Adamax([p], betas=(-0.1, 0.9)),
+        lambda: o.RAdam([p], eps=-1),
         lambda: o.SGD([p]).load_state_dict({"state": {}, "param_groups": []}),
         lambda: o.SGD([p]).load_state_dict({"state": {}, "param_groups": [{"params": [0, 1]}]}),
     ]

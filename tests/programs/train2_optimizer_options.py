@@ -1,4 +1,4 @@
-"""One small regression trained with SGD (momentum, nesterov, weight decay), AdamW, RMSprop, Adadelta, param groups."""
+"""One small regression trained with SGD (momentum, nesterov, weight decay), AdamW, RMSprop, NAdam, RAdam, groups."""
 import torch
 import torch.nn as nn
 
@@ -28,6 +28,9 @@ configs = {
     "rmsprop": lambda ps: torch.optim.RMSprop(ps, lr=0.01, alpha=0.9, momentum=0.5),
     "rmsprop centered": lambda ps: torch.optim.RMSprop(ps, lr=0.01, centered=True),
     "adadelta": lambda ps: torch.optim.Adadelta(ps, lr=1.0, rho=0.8),
+    "nadam": lambda ps: torch.optim.NAdam(ps, lr=0.05, momentum_decay=0.01),
+    "radam": lambda ps: torch.optim.RAdam(ps, lr=0.05, decoupled_weight_decay=True, weight_decay=0.01),
+    "adamax": lambda ps: torch.optim.Adamax(ps, lr=0.05),
 }
 for name, make in configs.items():
     model = make_model()
