@@ -136,8 +136,12 @@ def _compare(actual: Any, expected: Any, rtol: float | None, atol: float | None,
             if r is not None:
                 return r[0], f"{r[1]}\n\nThe failure occurred for item [{k}]"
         return None
-    return TypeError, (f"No comparison pair was able to handle inputs of type {type(actual)} and "
-                       f"{type(expected)}.")
+    return TypeError, (f"No comparison pair was able to handle inputs of type {_type_name(actual)} and "
+                       f"{_type_name(expected)}.")
+
+
+def _type_name(x: Any) -> str:
+    return "<class 'torch.Tensor'>" if isinstance(x, TensorBase) else str(type(x))
 
 
 def assert_close(actual: Any, expected: Any, *, allow_subclasses: builtins.bool = True, rtol: float | None = None,

@@ -359,6 +359,11 @@ def test_assert_close_dtypes_numbers_and_containers():
         (lambda L: L.testing.assert_close(L.tensor([1.0]), L.tensor([1.0]), rtol=0.1)),
         (lambda L: L.testing.assert_close(L.tensor([1.0, 2.0], requires_grad=True), L.tensor([1.0, 2.0]))),
         (lambda L: L.testing.assert_close(L.tensor([1.0], dtype=L.float16), L.tensor([1.0004], dtype=L.float16))),
+        (lambda L: L.testing.assert_close(L.tensor([1.0]), [1.0])),
+        (lambda L: L.testing.assert_close((1, 2), (1, 3))),
+        (lambda L: L.testing.assert_close(L.tensor([1.0]), L.tensor([1.0]), rtol=None, atol=1e-3)),
+        (lambda L: L.testing.assert_close(L.tensor([3, 4]), L.tensor([3, 5]), rtol=0.5, atol=0.0)),
+        (lambda L: L.testing.assert_close(L.tensor([[1.0, 2.0]]), L.tensor([[1.1, 2.0]]), msg=lambda m: "ctx: " + m)),
     ]
     for case in cases:
         assert _outcome(lambda c=case: c(sg)) == _outcome(lambda c=case: c(torch))
