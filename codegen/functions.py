@@ -120,6 +120,39 @@ class BitwiseNot(NumpyIntFunction):
     _numpy_name, _operator = "invert", "~"
 
 
+class BitwiseLeftShift(NumpyIntFunction):
+    """``a << b`` as torch shifts, in the int64 the form computes in: a count outside [0, 63] gives 0 (the
+    statement's narrower dtype then drops the bits past its width, as torch's shift of that dtype does)."""
+
+    _numpy_name, _operator = "left_shift", "<<"
+
+    def _numpycode(self, printer: Any) -> str:
+        a, b = (f"numpy.asarray({printer._print(x)}).astype(numpy.int64)" for x in self.args)
+        return f"numpy.where(({b} < 0) | ({b} > 63), 0, numpy.left_shift({a}, numpy.clip({b}, 0, 63)))"
+
+    _symgrad_numpycode = _numpycode
+
+    def _symgrad_numbacode(self, printer: Any) -> str:
+        a, b = (f"int({printer._print(x)})" for x in self.args)
+        return f"(0 if ({b} < 0 or {b} > 63) else ({a} << {b}))"
+
+
+class BitwiseRightShift(NumpyIntFunction):
+    """``a >> b`` as torch shifts, in int64: a count outside [0, 63] fills with the sign (0 or -1)."""
+
+    _numpy_name, _operator = "right_shift", ">>"
+
+    def _numpycode(self, printer: Any) -> str:
+        a, b = (f"numpy.asarray({printer._print(x)}).astype(numpy.int64)" for x in self.args)
+        return f"numpy.right_shift({a}, numpy.where(({b} < 0) | ({b} > 63), 63, {b}))"
+
+    _symgrad_numpycode = _numpycode
+
+    def _symgrad_numbacode(self, printer: Any) -> str:
+        a, b = (f"int({printer._print(x)})" for x in self.args)
+        return f"({a} >> (63 if ({b} < 0 or {b} > 63) else {b}))"
+
+
 class NumpyFloatFunction(NumpyCall, sp.Function):
     """A numpy float function SymPy lacks or cannot differentiate (``trunc``, ``fmod``...); numba
     compiles these ufuncs on scalars. ``_partials(*args)`` gives its derivatives (zero for the rounding

@@ -185,6 +185,19 @@ def _bitwise(kind: str, a: Any, b: Any) -> Tensor:
     return _apply(REGISTRY[("logical_" if dt is dtypes.bool else "bitwise_") + kind], _py(a), _py(b))
 
 
+def _shift(left: bool, a: Any, b: Any) -> Tensor:
+    """``a << b`` / ``a >> b`` on integers (torch's error on floats and bools)."""
+    if not isinstance(a, TensorBase) and not _is_number(a):
+        a = tensor_like(a, b)
+    if not isinstance(b, TensorBase) and not _is_number(b):
+        b = tensor_like(b, a)
+    dt = dtypes.result_type(a, b)
+    if dt.is_floating_point or dt is dtypes.bool:
+        raise NotImplementedError(f"\"{'l' if left else 'r'}shift_cpu\" not implemented for "
+                                  f"'{dtypes.torch_type_name(dt)}'")
+    return _apply(REGISTRY["bitwise_left_shift" if left else "bitwise_right_shift"], _py(a), _py(b))
+
+
 def _pieces(t: Tensor, dim: int, sizes: Sequence[int], fn: str) -> tuple[Tensor, ...]:
     """Views of consecutive slices of ``sizes`` along ``dim`` (torch's split family)."""
     lead = (("s", None, None, None),) * dim

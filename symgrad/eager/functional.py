@@ -10,7 +10,7 @@ from ..core import dtypes, ranges
 from ..core.dtypes import DType
 from ..ops import broadcast_shapes as b
 from .base import _ALL_DIMS, Size, TensorBase, _shape_args, _to_array
-from .basic import _logical, cat, clamp
+from .basic import _logical, _shift, cat, clamp
 from .device import check_optional, default_device_check
 from .math_ops import _unary
 from .tensor import Tensor
@@ -481,6 +481,14 @@ def bitwise_xor(a: Any, b: Any) -> Tensor:
 
 def bitwise_not(a: Any) -> Tensor:
     return _t(a).bitwise_not()
+
+
+def bitwise_left_shift(a: Any, b: Any) -> Tensor:
+    return _shift(True, a, b)
+
+
+def bitwise_right_shift(a: Any, b: Any) -> Tensor:
+    return _shift(False, a, b)
 
 
 def isnan(a: Any) -> Tensor:

@@ -13,8 +13,10 @@ from sympy.codegen.cfunctions import log10 as _log10
 
 from codegen.functions import (
     BitwiseAnd,
+    BitwiseLeftShift,
     BitwiseNot,
     BitwiseOr,
+    BitwiseRightShift,
     BitwiseXor,
     Ceil,
     Divide,
@@ -336,6 +338,23 @@ bitwise_and = _bitwise("bitwise_and", np.bitwise_and, BitwiseAnd)
 bitwise_or = _bitwise("bitwise_or", np.bitwise_or, BitwiseOr)
 bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor, BitwiseXor)
 bitwise_not = _bitwise("bitwise_not", np.invert, BitwiseNot)
+
+
+def _shift_eval(left: bool) -> Any:
+    """torch's shift of integers: a count outside the width gives 0 (left) or the sign fill (right); computed in
+    int64 and cast back, which drops the bits past a narrower dtype's width as torch's shift of that dtype does."""
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        dt = np.result_type(a, b)
+        a64, b64 = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
+        out = (b64 < 0) | (b64 > 63)
+        r = (np.where(out, 0, np.left_shift(a64, np.clip(b64, 0, 63))) if left
+             else np.right_shift(a64, np.where(out, 63, b64)))
+        return r.astype(dt)
+    return run
+
+
+bitwise_left_shift = _bitwise("bitwise_left_shift", _shift_eval(True), BitwiseLeftShift)
+bitwise_right_shift = _bitwise("bitwise_right_shift", _shift_eval(False), BitwiseRightShift)
 
 
 # ---------------------------------------------------------------------------- torch's elementwise math

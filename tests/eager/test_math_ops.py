@@ -247,3 +247,46 @@ def test_nonzero_of_a_0d_tensor_matches_torch(value, as_tuple):
         assert tuple(a.shape) == tuple(b.shape) and str(a.dtype) == str(b.dtype)
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert len(got if as_tuple else (got,)) == len(want if as_tuple else (want,))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
+def test_shifts_match_torch_for_every_count(dtype):
+    torch = pytest.importorskip("torch")
+    vals = [0, 1, 3, 7, 100, 127] + ([] if dtype == "uint8" else [-1, -7, -128])
+    counts = [-3, -1, 0, 1, 2, 7, 8, 9, 15, 16, 31, 32, 63, 64, 65, 200]
+    a = [v for v in vals for _ in counts]
+    b = counts * len(vals)
+    for op in ("bitwise_left_shift", "bitwise_right_shift"):
+        want = getattr(torch, op)(torch.tensor(a, dtype=getattr(torch, dtype)), torch.tensor(b))
+        got = getattr(sg, op)(sg.tensor(a, dtype=getattr(sg, dtype)), sg.tensor(b))
+        assert str(got.dtype) == str(want.dtype)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_shift_operators_and_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, sg):
+        lib.x = lib.tensor([7, -7, 10, 3])
+    assert str(sg.x << 1) == str(torch.x << 1) and str(sg.x >> 2) == str(torch.x >> 2)
+    assert str(3 << sg.x.abs()) == str(3 << torch.x.abs()) and str(100 >> sg.x.abs()) == str(100 >> torch.x.abs())
+    assert str(sg.tensor([True, False]) << 1) == str(torch.tensor([True, False]) << 1)
+    for bad, kernel, name in ((lambda lib: lib.tensor([1.5]) << 1, "lshift_cpu", "Float"),
+                              (lambda lib: lib.x >> 1.5, "rshift_cpu", "Float"),
+                              (lambda lib: lib.tensor([True]) << lib.tensor([True]), "lshift_cpu", "Bool")):
+        for lib in (torch, sg):
+            with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for '{name}'"):
+                bad(lib)
+    y = sg.x.clone()
+    y <<= 2
+    assert y.tolist() == [28, -28, 40, 12]
+
+
+def test_shifts_compile():
+    def fn(a, b):
+        a, b = a.long(), b.long()
+        return ((a << b) + (a >> b)).double()
+    f = sg.compile(fn)
+    a, b = np.array([7.0, -7, 10, 3, 5, -9]), np.array([1.0, 2, 64, -1, 70, 63])
+    want = fn(sg.tensor(a), sg.tensor(b))
+    for _ in range(3):                          # the numpy code, then the numba kernel
+        np.testing.assert_array_equal(np.asarray(f(a, b)), want.numpy())

@@ -12,7 +12,7 @@ from ...ops.linalg import matmul_shape, torch_name
 from .. import composite as _composite
 from .. import math_ops as _math_ops
 from ..base import TensorBase, _arr, _is_number, _py
-from ..basic import _binary, _bitwise, _logical, clamp, pow, tensor_like
+from ..basic import _binary, _bitwise, _logical, _shift, clamp, pow, tensor_like
 from ..record import _apply
 
 if TYPE_CHECKING:
@@ -199,6 +199,20 @@ class MathMethods:
     __and__, __or__, __xor__ = bitwise_and, bitwise_or, bitwise_xor
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def bitwise_left_shift(self, other: Any) -> Tensor:
+        return _shift(True, self, other)
+
+    def bitwise_right_shift(self, other: Any) -> Tensor:
+        return _shift(False, self, other)
+
+    __lshift__, __rshift__ = bitwise_left_shift, bitwise_right_shift
+
+    def __rlshift__(self, other: Any) -> Tensor:
+        return _shift(True, other, self)
+
+    def __rrshift__(self, other: Any) -> Tensor:
+        return _shift(False, other, self)
 
     def __invert__(self) -> Tensor:
         if self.is_floating_point():
