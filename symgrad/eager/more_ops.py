@@ -115,13 +115,13 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
                       UserWarning, stacklevel=2)
         indexing = "ij"
+    if builtins.any(t.dtype != ts[0].dtype for t in ts):  # torch checks the dtypes first
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for t in ts:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
-        if t.dtype != ts[0].dtype:
-            raise RuntimeError("torch.meshgrid: Expected all tensors in the tensor list to have the same dtype")
     ts = [t.reshape(t.numel()) for t in ts]
     swap = indexing == "xy" and len(ts) >= 2
     order = [1, 0, *builtins.range(2, len(ts))] if swap else list(builtins.range(len(ts)))

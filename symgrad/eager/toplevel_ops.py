@@ -454,12 +454,19 @@ def msort(input: Tensor) -> Tensor:  # noqa: A002
     return _t(input).sort(dim=0).values
 
 
-def _dim_index(t: Tensor, d: int, index: Any, who: str) -> np.ndarray:
+def _dim_index(index: Any, who: str) -> np.ndarray:
     idx = _data(index, who)
-    if idx.dtype != np.int64:
-        raise IndexError(f"{who}(): Expected a long tensor for index, but got {_t(index).dtype.name.capitalize()}")
-    if idx.ndim > 1:
-        raise IndexError(f"{who}(): Index is supposed to be a vector")
+    if who == "index_fill":
+        if idx.dtype != np.int64:
+            raise IndexError("index_fill_(): Expected dtype int64 for index.")
+        if idx.ndim > 1:
+            raise RuntimeError("Index has to be a vector/scalar")
+    else:
+        if idx.dtype != np.int64:
+            raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                               f"{_SCALAR_NAMES.get(_t(index).dtype.name, _t(index).dtype.name.capitalize())}")
+        if idx.ndim > 1:
+            raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {idx.ndim})")
     return idx.ravel()
 
 
@@ -467,7 +474,16 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """``input`` with ``source``'s slices along ``dim`` copied to the positions ``index``."""
     t, s = _t(input), _t(source)
     d = _dim(t, dim)
-    idx = _dim_index(t, d, index, "index_copy")
+    idx = _dim_index(index, "index_copy")
+    for k in builtins.range(t.ndim):
+        if k != d and (s.ndim != t.ndim or s.shape[k] != t.shape[k]):
+            dest = " ".join(str(t.shape[j]) for j in builtins.range(t.ndim) if j != d)
+            src = " ".join(str(s.shape[j]) for j in builtins.range(s.ndim) if j != d)
+            raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+                               f"slice shape: {dest} at dimension {d} and source slice shape: {src} at dimension 0.")
+    if t.ndim and s.shape[d] != idx.size:
+        raise IndexError(f"index_copy_(): Number of indices ({idx.size}) should be equal to source.size(dim) "
+                         f"({s.shape[d]})")
     shape = [1] * t.ndim
     if t.ndim:
         shape[d] = idx.size
@@ -480,7 +496,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:  #
     """``input`` with ``value`` written in the slices along ``dim`` at ``index``."""
     t = _t(input)
     d = _dim(t, dim)
-    idx = _dim_index(t, d, index, "index_fill")
+    idx = _dim_index(index, "index_fill")
     mask = np.zeros(t.shape[d] if t.ndim else 1, np.bool_)
     mask[idx] = True
     shape = [1] * t.ndim
@@ -633,7 +649,10 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     """The count of each non-negative integer in a 1-d tensor (the sum of ``weights`` there)."""
     t = _t(input)
     x = _data(t)
-    if t.ndim != 1 or x.dtype.kind not in "iu":
+    if x.dtype.kind not in "iu":
+        name = _SCALAR_NAMES.get(t.dtype.name, t.dtype.name.capitalize())
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{name}'")
+    if t.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
@@ -781,7 +800,7 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: builtins.bool, interpola
               ignore_nan: builtins.bool) -> Tensor:
     who = "nanquantile" if ignore_nan else "quantile"
     t = _t(input)
-    if not t.is_floating_point():
+    if t.dtype not in (dtypes.float32, dtypes.float64):
         raise RuntimeError(f"{who}() input tensor must be either float or double dtype")
     qt = q if isinstance(q, TensorBase) else None
     qv = _data(q, who).astype(t.dtype.np) if qt is not None else np.asarray(q, np.float64)
@@ -865,7 +884,7 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
-        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
     d = _dim(t, dim)
     others = [k for k in builtins.range(t.ndim) if k != d]
     norm = t.norm(p, dim=others, keepdim=True)

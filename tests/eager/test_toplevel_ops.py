@@ -300,6 +300,19 @@ ERRORS = {
     "cartesian 2d": lambda L: L.cartesian_prod(L.zeros(2, 2)),
     "heaviside dtypes": lambda L: L.heaviside(L.zeros(2), L.tensor([1])),
     "unravel float": lambda L: L.unravel_index(L.tensor([1.0]), (2,)),
+    "quantile half": lambda L: L.quantile(L.ones(3, dtype=L.float16), 0.5),
+    "index_copy count": lambda L: L.index_copy(L.zeros(2, 3), 1, L.tensor([1]), L.zeros(2, 2)),
+    "index_copy slices": lambda L: L.index_copy(L.zeros(2, 3), 1, L.tensor([1]), L.zeros(3, 1)),
+    "index_copy float index": lambda L: L.index_copy(L.zeros(2, 3), 1, L.tensor([1.0]), L.zeros(2, 1)),
+    "index_copy 2d index": lambda L: L.index_copy(L.zeros(2, 3), 1, L.tensor([[1]]), L.zeros(2, 1)),
+    "index_fill float index": lambda L: L.index_fill(L.zeros(2, 3), 0, L.tensor([0.0]), 1.0),
+    "index_fill 2d index": lambda L: L.index_fill(L.zeros(2, 3), 1, L.tensor([[1]]), 1.0),
+    "bincount float": lambda L: L.bincount(L.tensor([1.0])),
+    "bincount bool": lambda L: L.bincount(L.tensor([True])),
+    "bincount negative": lambda L: L.bincount(L.tensor([-1, 2])),
+    "renorm maxnorm": lambda L: L.renorm(L.zeros(2, 2), 2, 0, -1.0),
+    "cartesian dtypes": lambda L: L.cartesian_prod(L.tensor([1, 2]), L.tensor([3.0])),
+    "meshgrid dtypes first": lambda L: L.meshgrid(L.tensor([[1]]), L.tensor([1.0]), indexing="bad"),
 }
 
 
