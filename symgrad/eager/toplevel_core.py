@@ -278,14 +278,11 @@ def copysign(input: Any, other: Any) -> Tensor:  # noqa: A002
     return _named(a.abs() * sign, fn)
 
 
-_SCALAR_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bool": "Bool"}
-
-
 def _int_binary(f: Any, input: Any, other: Any) -> Tensor:
     a, b = _t(input), _t(other)
     if a.is_floating_point() or b.is_floating_point() or a.dtype == dtypes.bool or b.dtype == dtypes.bool:
         bad = a if a.is_floating_point() or a.dtype == dtypes.bool else b
-        raise NotImplementedError(f"\"{f.__name__}_cpu\" not implemented for '{_SCALAR_NAMES[bad.dtype.name]}'")
+        raise NotImplementedError(f"\"{f.__name__}_cpu\" not implemented for '{dtypes.torch_type_name(bad.dtype)}'")
     dt = dtypes.promote_types(a.dtype, b.dtype)
     return _plain(f(_data(a, f.__name__), _data(b, f.__name__)).astype(dt.np))
 
@@ -461,7 +458,7 @@ def _dim_index(index: Any, who: str) -> np.ndarray:
     else:
         if idx.dtype != np.int64:
             raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
-                               f"{_SCALAR_NAMES.get(_t(index).dtype.name, _t(index).dtype.name.capitalize())}")
+                               f"{dtypes.torch_type_name(_t(index).dtype)}")
         if idx.ndim > 1:
             raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {idx.ndim})")
     return idx.ravel()

@@ -14,7 +14,7 @@ from ..ops import A
 from .base import TensorBase, is_traced
 from .basic import _cast, where
 from .composite import _fused, _gather, _named, _order
-from .toplevel_core import _SCALAR_NAMES, _data, _dim, _plain, _t
+from .toplevel_core import _data, _dim, _plain, _t
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -28,7 +28,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     t = _t(input)
     x = _data(t)
     if x.dtype.kind not in "iu":
-        name = _SCALAR_NAMES.get(t.dtype.name, t.dtype.name.capitalize())
+        name = dtypes.torch_type_name(t.dtype)
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{name}'")
     if t.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
