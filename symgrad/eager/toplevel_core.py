@@ -184,11 +184,29 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # no
     return _t(input).masked_scatter(mask, source)
 
 
-def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None) -> Tensor:  # noqa: A002
-    """``input`` with ``src`` (a tensor, or a number as ``value``) written along ``dim`` at ``index``."""
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,  # noqa: A002
+            reduce: str | None = None) -> Tensor:
+    """``input`` with ``src`` (a tensor, or a number as ``value``) written along ``dim`` at ``index``; ``reduce``
+    'add' / 'multiply' combines instead (torch's deprecated form: no gradient)."""
     if src is not None and not isinstance(src, TensorBase):
         src, value = None, src
-    return _t(input).scatter(dim, index, src, value=value)
+    if reduce is None:
+        return _t(input).scatter(dim, index, src, value=value)
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if src is not None:
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                      UserWarning, stacklevel=2)
+    t = _t(input)
+    out = _data(t).copy()
+    idx = _data(index).astype(np.int64)
+    d = _dim(t, dim)
+    where_ = list(np.indices(idx.shape, sparse=True))
+    where_[d] = idx
+    vals = np.full(idx.shape, value) if src is None else _data(src)[tuple(slice(0, n) for n in idx.shape)]
+    (np.add if reduce == "add" else np.multiply).at(out, tuple(where_), vals.astype(out.dtype))
+    return _plain(out)
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002

@@ -312,6 +312,7 @@ ERRORS = {
     "bincount negative": lambda L: L.bincount(L.tensor([-1, 2])),
     "renorm maxnorm": lambda L: L.renorm(L.zeros(2, 2), 2, 0, -1.0),
     "cartesian dtypes": lambda L: L.cartesian_prod(L.tensor([1, 2]), L.tensor([3.0])),
+    "scatter reduce name": lambda L: L.scatter(L.zeros(2), 0, L.tensor([0]), 1.0, reduce="max"),
     "meshgrid dtypes first": lambda L: L.meshgrid(L.tensor([[1]]), L.tensor([1.0]), indexing="bad"),
 }
 
@@ -450,6 +451,12 @@ REPR_CASES = {
     "masked_select broadcast": lambda L, x, v: L.masked_select(x, L.tensor([True, False, True])),
     "scatter value positional": lambda L, x, v: L.scatter(x, 1, L.tensor([[0], [2]]), 0.0),
     "mode export": lambda L, x, v: L.mode(L.tensor([1, 2, 2, 3])),
+    "scatter reduce add": lambda L, x, v: L.scatter(L.zeros(2, 3), 0, L.tensor([[1, 0, 1], [1, 1, 0]]),
+                                                    L.arange(1.0, 7.0).reshape(2, 3), reduce="add"),
+    "scatter reduce multiply value": lambda L, x, v: L.scatter(L.full((2, 3), 3.0), 1, L.tensor([[0, 0], [2, 1]]),
+                                                               2.0, reduce="multiply"),
+    "scatter reduce int": lambda L, x, v: L.scatter(L.ones(3, dtype=L.int64), 0, L.tensor([0, 0, 2]),
+                                                    L.tensor([5, 6, 7, 8]), reduce="multiply"),
     "inner method": lambda L, x, v: x.inner(x),
     "ger method": lambda L, x, v: v.ger(v),
     "index_copy method": lambda L, x, v: x.index_copy(1, L.tensor([0]), L.ones(2, 1)),
