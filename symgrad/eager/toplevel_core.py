@@ -184,6 +184,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # no
     return _t(input).masked_scatter(mask, source)
 
 
+_WARNED_ONCE: dict[str, builtins.bool] = {}
+
+
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,  # noqa: A002
             reduce: str | None = None) -> Tensor:
     """``input`` with ``src`` (a tensor, or a number as ``value``) written along ``dim`` at ``index``; ``reduce``
@@ -194,7 +197,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         return _t(input).scatter(dim, index, src, value=value)
     if reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
-    if src is not None:
+    if src is not None and not _WARNED_ONCE.get("scatter_reduce"):  # torch's TORCH_WARN_ONCE: once a process
+        _WARNED_ONCE["scatter_reduce"] = True
         warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
                       "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
                       UserWarning, stacklevel=2)
