@@ -297,6 +297,10 @@ def copysign(input: Any, other: Any) -> Tensor:  # noqa: A002
     else:
         neg, fn = np.signbit(np.float64(other)), "CopysignBackward1"
     sign = _plain(np.where(neg, -1.0, 1.0).astype(a.dtype.np))
+    if isinstance(other, TensorBase) and other.requires_grad:
+        # torch gives ``other`` a zero gradient (not None): sign's derivative is 0; 0 * sign(b) adds a signed zero
+        # to +-1, which leaves it exact
+        sign = sign + 0 * other.sign().nan_to_num()
     return _named(a.abs() * sign, fn)
 
 

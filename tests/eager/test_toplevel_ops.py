@@ -42,7 +42,7 @@ CASES = {
     "logit eps": (lambda L, p: L.logit(p, eps=0.2), [P]),
     "fmax": (lambda L, x, v: L.fmax(x, v), [X, V]),
     "fmin": (lambda L, x, v: x.fmin(v), [X, V]),
-    "copysign tensor": (lambda L, x, v: L.copysign(x, v.detach()), [X, V]),  # torch: zero grad for other
+    "copysign tensor": (lambda L, x, v: L.copysign(x, v), [X, V]),  # torch: zeros as other's gradient
     "copysign number": (lambda L, x: L.copysign(x, -1.0), [X]),
     "inner": (lambda L, x, v: L.inner(x, v), [X, V]),
     "inner 1d": (lambda L, v: L.inner(v, v * 2), [V]),
