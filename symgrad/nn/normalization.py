@@ -17,7 +17,7 @@ from ..core.errors import TracingError
 from ..eager.composite import _named
 from ..eager.tensor import Tensor
 
-__all__ = ["layer_norm", "rms_norm", "batch_norm", "group_norm"]
+__all__ = ["layer_norm", "rms_norm", "batch_norm", "group_norm", "instance_norm"]
 
 
 def _need(name: str, x: Any) -> None:
@@ -168,3 +168,41 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     scale = rstd_c if weight is None else rstd_c * _channel_view(weight, nd)
     shift = -(mean_c * scale) if bias is None else _channel_view(bias, nd) - mean_c * scale
     return _named(input * scale + shift, "NativeGroupNormBackward0")
+
+
+def _verify_spatial_size(size: Sequence[int]) -> None:
+    n = 1
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A002
+                  running_var: Tensor | None = None, weight: Tensor | None = None, bias: Tensor | None = None,
+                  use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each (sample, channel) over its spatial dims, as torch's: ``batch_norm`` of the input viewed as
+    (1, N * C, *spatial) with weight, bias and running statistics repeated N times; the running statistics
+    (``use_input_stats``) become the mean over the batch of the repeated ones."""
+    if use_input_stats:
+        _verify_spatial_size(input.size())  # torch's AttributeError for a non-tensor
+    _need("instance_norm", input)
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    b, c = input.shape[0], input.shape[1]
+
+    def rep(t: Tensor | None) -> Tensor | None:
+        return None if t is None else t.repeat(b)
+
+    rm = None if running_mean is None else Tensor(np.tile(running_mean._data, b))
+    rv = None if running_var is None else Tensor(np.tile(running_var._data, b))
+    shape = list(input.shape)
+    out = batch_norm(input.reshape([1, b * c] + shape[2:]), rm, rv, rep(weight), rep(bias), use_input_stats,
+                     momentum, eps)
+    if use_input_stats:
+        for buf, new in ((running_mean, rm), (running_var, rv)):
+            if buf is not None:
+                avg = new.view(b, c).mean(0)
+                buf._data[...] = avg._data
+                buf._version.v += 1
+    return out.view(shape)
