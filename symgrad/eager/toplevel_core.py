@@ -20,6 +20,7 @@ from . import return_types
 from .base import TensorBase, _to_array, is_traced, make_tensor
 from .basic import _cast, cat, clamp, maximum, minimum, nonzero, stack, tensor_like, where
 from .composite import _arr, _gather, _index, _named, flip
+from .grad_mode import is_grad_enabled
 from .more_ops import meshgrid, mode, tensor_split
 
 if TYPE_CHECKING:
@@ -262,8 +263,23 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
     if a.dtype != v.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     x, y = _data(a), _data(v)
-    out = np.where(x == 0, y, (x > 0).astype(x.dtype)).astype(x.dtype)
-    return _plain(np.broadcast_to(out, np.broadcast_shapes(x.shape, y.shape)))
+    out = _plain(np.broadcast_to(np.where(x == 0, y, (x > 0).astype(x.dtype)).astype(x.dtype),
+                                 np.broadcast_shapes(x.shape, y.shape)).copy())
+    if not (is_grad_enabled() and (a.requires_grad or v.requires_grad)):
+        return out
+    # torch records a node without a derivative (grad_fn=<NotImplemented>): backward through it raises. Here the
+    # values above times a one that depends on the inputs (sign's derivative is 0; 1 + 0 * sign is exactly 1, so
+    # -0.0, inf and NaN values stay), and a hook that raises torch's error when a gradient reaches the result
+    linked = out * (1 + 0 * (a.sign().nan_to_num() + v.sign().nan_to_num()))
+    res = _named(linked, "NotImplemented")
+    res.register_hook(_no_derivative("heaviside"))
+    return res
+
+
+def _no_derivative(name: str) -> Any:
+    def hook(grad: Tensor) -> None:
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+    return hook
 
 
 def _nan_max(input: Any, other: Any, ge: builtins.bool, fn: str) -> Tensor:

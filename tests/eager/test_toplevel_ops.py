@@ -474,3 +474,17 @@ def test_printed_results_match_torch(name):
         want = repr(fn(torch, *_inputs(torch)))
         theirs = [str(w.message).split(" (Triggered internally")[0] for w in ws]
     assert got == want and ours == theirs
+
+
+def test_heaviside_records_a_node_without_derivative():
+    for lib in (sg, torch):
+        x = lib.tensor([1.0, 0.0, -1.0, 0.0], requires_grad=True)
+        out = lib.heaviside(x, lib.tensor([0.5, 0.5, 0.5, -0.0]))
+        assert type(out.grad_fn).__name__ == "NotImplemented" and out.requires_grad
+        assert np.signbit(out.detach().numpy()[3])
+        with pytest.raises(RuntimeError, match="^derivative for aten::heaviside is not implemented$"):
+            (out * 2).sum().backward()
+    pair = [repr(lib.heaviside(lib.tensor([2.0, 0.0]), lib.tensor([0.5], requires_grad=True))) for lib in (sg, torch)]
+    assert pair[0] == pair[1]
+    with sg.no_grad():
+        assert sg.heaviside(sg.tensor([1.0], requires_grad=True), sg.tensor([0.5])).grad_fn is None
