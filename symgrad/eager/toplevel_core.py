@@ -211,7 +211,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     where_[d] = idx
     vals = np.full(idx.shape, value) if src is None else _data(src)[tuple(slice(0, n) for n in idx.shape)]
     (np.add if reduce == "add" else np.multiply).at(out, tuple(where_), vals.astype(out.dtype))
-    return _plain(out)
+    return _without_derivative(_plain(out), "scatter", t, *([src] if src is not None else []))
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
@@ -265,21 +265,23 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
     x, y = _data(a), _data(v)
     out = _plain(np.broadcast_to(np.where(x == 0, y, (x > 0).astype(x.dtype)).astype(x.dtype),
                                  np.broadcast_shapes(x.shape, y.shape)).copy())
-    if not (is_grad_enabled() and (a.requires_grad or v.requires_grad)):
+    return _without_derivative(out, "heaviside", a, v)
+
+
+def _without_derivative(out: Tensor, name: str, *inputs: Tensor) -> Tensor:
+    """``out`` (computed from ``inputs``' values) as torch's node without a derivative, where an input requires
+    grad: ``grad_fn=<NotImplemented>``, and backward through it raises torch's error."""
+    if not (is_grad_enabled() and builtins.any(t.requires_grad for t in inputs)):
         return out
-    # torch records a node without a derivative (grad_fn=<NotImplemented>): backward through it raises. Here the
-    # values above times a one that depends on the inputs (sign's derivative is 0; 1 + 0 * sign is exactly 1, so
-    # -0.0, inf and NaN values stay), and a hook that raises torch's error when a gradient reaches the result
-    linked = out * (1 + 0 * (a.sign().nan_to_num() + v.sign().nan_to_num()))
-    res = _named(linked, "NotImplemented")
-    res.register_hook(_no_derivative("heaviside"))
-    return res
+    # out times a one that depends on the inputs (sign's derivative is 0; 1 + 0 * sign is exactly 1, so -0.0, inf
+    # and NaN stay), and a hook that raises when a gradient reaches the result
+    zero = 0 * builtins.sum((t.sign().nan_to_num() for t in inputs if t.requires_grad), start=0)
+    res = _named(out * (1 + zero), "NotImplemented")
 
-
-def _no_derivative(name: str) -> Any:
     def hook(grad: Tensor) -> None:
         raise RuntimeError(f"derivative for aten::{name} is not implemented")
-    return hook
+    res.register_hook(hook)
+    return res
 
 
 def _nan_max(input: Any, other: Any, ge: builtins.bool, fn: str) -> Tensor:

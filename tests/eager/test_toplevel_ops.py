@@ -488,3 +488,14 @@ def test_heaviside_records_a_node_without_derivative():
     assert pair[0] == pair[1]
     with sg.no_grad():
         assert sg.heaviside(sg.tensor([1.0], requires_grad=True), sg.tensor([0.5])).grad_fn is None
+
+
+def test_scatter_reduce_records_a_node_without_derivative():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for lib in (sg, torch):
+            x = lib.zeros(2, 3, requires_grad=True)
+            out = lib.scatter(x, 0, lib.tensor([[1, 0, 1]]), 2.0, reduce="multiply")
+            assert type(out.grad_fn).__name__ == "NotImplemented"
+            with pytest.raises(RuntimeError, match="^derivative for aten::scatter is not implemented$"):
+                out.sum().backward()
