@@ -7,4 +7,4 @@ from . import functional, init, utils  # noqa: F401
 from .hooks import RemovableHandle  # noqa: F401
 from .modules import *  # noqa: F403
 from .modules.module import register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
-from .parameter import Buffer, Parameter  # noqa: F401
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401

@@ -8,7 +8,7 @@ import numpy as np
 from ..eager import functional
 from ..eager.tensor import Tensor
 
-__all__ = ["Parameter", "Buffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
 
 
 class Parameter(Tensor):
@@ -56,6 +56,67 @@ class Buffer(Tensor):
         super().__init__(src._data, _version=src._version)
         self.requires_grad_(data.requires_grad)
         self.persistent = persistent
+
+
+class UninitializedTensorMixin:
+    """A parameter or buffer of a lazy module whose shape is not known yet: ``materialize(shape)`` gives it
+    storage and turns it into its ``cls_to_become``."""
+
+    __slots__ = ()
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        """Empty storage of ``shape`` (the current dtype unless given); the object becomes a ``cls_to_become``."""
+        if dtype is None:
+            dtype = self.dtype  # type: ignore[attr-defined]
+        self.data = functional.empty(shape, dtype=dtype)  # type: ignore[attr-defined]
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually happens in "
+            "`load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call "
+            "`forward` to initialize the parameters before accessing their attributes.")
+
+    def share_memory_(self) -> Any:
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                           "initialize the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, proto: Any) -> tuple:
+        return (self.__class__, (self.requires_grad,))  # type: ignore[attr-defined]
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """``torch.nn.parameter.UninitializedParameter``: a lazy module's parameter before its first call."""
+
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(functional.empty(0, dtype=dtype), requires_grad)
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """``torch.nn.parameter.UninitializedBuffer``: a lazy module's buffer before its first call (it has no
+    ``persistent`` attribute: ``register_buffer``'s argument decides, as for any tensor)."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None) -> None:
+        src = functional.empty(0, dtype=dtype)
+        super().__init__(src._data, _version=src._version)
+        self.requires_grad_(requires_grad)
+
+
+def is_lazy(param: Any) -> bool:
+    """Whether ``param`` is an uninitialized parameter or buffer."""
+    return isinstance(param, UninitializedTensorMixin)
 
 
 def _rebuild_parameter(arr: np.ndarray, requires_grad: bool) -> Parameter:

@@ -86,5 +86,6 @@ from .pooling import __all__ as _pooling_all  # noqa: E402
 __all__ += ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", *_pooling_all,
             "Dropout1d", "Dropout2d", "Dropout3d"]
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
+from .lazy import LazyLinear  # noqa: E402
 
-__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear"]
