@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core import dtypes
+from .grad_mode import is_grad_enabled
+from .record import _original
 from .toplevel_core import (
     all,
     any,
@@ -68,6 +71,7 @@ from .toplevel_stats import (
     trapezoid,
     unique_consecutive,
 )
+from .writes import WHOLE, write
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -90,7 +94,15 @@ _METHOD_NAMES = ("float_power", "logit", "heaviside", "fmax", "fmin", "copysign"
 
 def _inplace(fn: Any) -> Any:
     def m(self: Tensor, *args: Any, **kw: Any) -> Tensor:
-        return self.copy_(fn(self, *args, **kw))
+        # computed from self as it was before the write (torch's saved original self), then written over it
+        src = _original(self) if is_grad_enabled() and self._node is not None else self
+        out = fn(src, *args, **kw)
+        if out.dtype != self.dtype and dtypes.promote_types(out.dtype, self.dtype) != self.dtype:
+            raise RuntimeError(f"result type {dtypes.torch_type_name(out.dtype)} can't be cast to the desired output "
+                               f"type {dtypes.torch_type_name(self.dtype)}")
+        # the whole tensor rewritten with the out-of-place result, reporting its grad_fn as torch does
+        name = type(out.grad_fn).__name__ if out.grad_fn is not None else None
+        return write(self, WHOLE, out, **({"fn": name} if name else {}))
     m.__name__ = fn.__name__ + "_"
     return m
 
@@ -103,6 +115,16 @@ class ToplevelMethods:
 
 for _name in _METHOD_NAMES:
     setattr(ToplevelMethods, _name, globals()[_name])
-for _fn in (clamp_min, clamp_max, float_power, logit, heaviside, copysign, gcd, lcm, index_copy, index_fill,
+for _fn in (clamp_min, clamp_max, logit, heaviside, copysign, gcd, lcm, index_copy, index_fill,
             renorm):
     setattr(ToplevelMethods, _fn.__name__ + "_", _inplace(_fn))
+
+
+def _float_power_(self: Tensor, exponent: Any) -> Tensor:
+    if self.dtype != dtypes.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {dtypes.torch_type_name(self.dtype)} but the "
+                           "operation's result requires dtype Double")
+    return _inplace(float_power)(self, exponent)
+
+
+ToplevelMethods.float_power_ = _float_power_  # type: ignore[attr-defined]

@@ -499,3 +499,35 @@ def test_scatter_reduce_records_a_node_without_derivative():
             assert type(out.grad_fn).__name__ == "NotImplemented"
             with pytest.raises(RuntimeError, match="^derivative for aten::scatter is not implemented$"):
                 out.sum().backward()
+
+
+def _inplace_story(L):
+    out = []
+    w = L.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = w * 2
+    y.clamp_min_(0.0)
+    z = w * 2
+    z.index_fill_(0, L.tensor([1]), 5.0)
+    q = w * 1
+    q.copysign_(-1.0)
+    r = (w * 1).reshape(3, 1)
+    r.renorm_(2, 1, 1.0)
+    p = w.sigmoid() * 1
+    p.logit_()
+    out += [repr(t) for t in (y, z, q, r, p)]
+    (y + z + q + r.flatten() + p).sum().backward()
+    out.append(repr(w.grad))
+    e = w.exp()
+    e.clamp_max_(2.0)  # exp saved its result: backward sees the write
+    for f in (lambda: e.sum().backward(), lambda: L.tensor([1, 2]).logit_(), lambda: L.ones(2).float_power_(2),
+              lambda: w.logit_()):
+        out.append(_outcome(f))
+    g = L.tensor([12, 8])
+    g.gcd_(L.tensor([8, 6]))
+    k = L.tensor([1.0, 2.0], dtype=L.float64)
+    k.float_power_(2)
+    return out + [repr(g), repr(k)]
+
+
+def test_inplace_methods_record_torch_nodes_and_errors():
+    assert _inplace_story(sg) == _inplace_story(torch)
