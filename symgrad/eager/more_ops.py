@@ -21,7 +21,9 @@ from . import return_types
 from .base import TensorBase, is_traced, make_tensor
 from .basic import _cast, cat, tensor_like
 from .composite import _arr, _fused, _gather, _index, _named, _order, _vector_norm, narrow
-from .record import _apply
+from .grad_mode import is_grad_enabled
+from .record import _apply, _original
+from .writes import WHOLE, write
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -605,8 +607,16 @@ def _polygamma_method(self: Tensor, n: int) -> Tensor:
 
 
 def _inplace(fn: Any) -> Any:
+    """The in-place method of the out-of-place ``fn``: computed from ``self`` as it was before the write (torch's
+    saved original self), written over it, reporting ``fn``'s grad_fn as torch does (not ``CopyBackwards``)."""
     def m(self: Tensor, *args: Any, **kw: Any) -> Tensor:
-        return self.copy_(fn(self, *args, **kw))
+        src = _original(self) if is_grad_enabled() and self._node is not None else self
+        out = fn(src, *args, **kw)
+        if out.dtype != self.dtype and dtypes.promote_types(out.dtype, self.dtype) != self.dtype:
+            raise RuntimeError(f"result type {dtypes.torch_type_name(out.dtype)} can't be cast to the desired output "
+                               f"type {dtypes.torch_type_name(self.dtype)}")
+        name = type(out.grad_fn).__name__ if out.grad_fn is not None else None
+        return write(self, WHOLE, out, **({"fn": name} if name else {}))
     m.__name__ = fn.__name__ + "_"
     return m
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core import dtypes
-from .grad_mode import is_grad_enabled
-from .record import _original
+from .more_ops import _inplace
 from .toplevel_core import (
     all,
     any,
@@ -71,7 +70,6 @@ from .toplevel_stats import (
     trapezoid,
     unique_consecutive,
 )
-from .writes import WHOLE, write
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -90,21 +88,6 @@ _METHOD_NAMES = ("float_power", "logit", "heaviside", "fmax", "fmin", "copysign"
                  "ger", "argwhere", "bincount", "cummax", "cummin", "take", "rot90", "signbit", "isneginf",
                  "isposinf", "isreal", "msort", "unique_consecutive", "hsplit", "vsplit", "index_copy",
                  "index_fill", "cov", "corrcoef", "quantile", "nanquantile", "renorm", "is_nonzero")
-
-
-def _inplace(fn: Any) -> Any:
-    def m(self: Tensor, *args: Any, **kw: Any) -> Tensor:
-        # computed from self as it was before the write (torch's saved original self), then written over it
-        src = _original(self) if is_grad_enabled() and self._node is not None else self
-        out = fn(src, *args, **kw)
-        if out.dtype != self.dtype and dtypes.promote_types(out.dtype, self.dtype) != self.dtype:
-            raise RuntimeError(f"result type {dtypes.torch_type_name(out.dtype)} can't be cast to the desired output "
-                               f"type {dtypes.torch_type_name(self.dtype)}")
-        # the whole tensor rewritten with the out-of-place result, reporting its grad_fn as torch does
-        name = type(out.grad_fn).__name__ if out.grad_fn is not None else None
-        return write(self, WHOLE, out, **({"fn": name} if name else {}))
-    m.__name__ = fn.__name__ + "_"
-    return m
 
 
 class ToplevelMethods:

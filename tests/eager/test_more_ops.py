@@ -186,3 +186,18 @@ def test_errors_match_torch(call, match):
         call(torch)
     with pytest.raises(RuntimeError, match=match):
         call(sg)
+
+
+def test_inplace_methods_report_torch_grad_fn_and_gradients():
+    reprs, grads = [], []
+    for lib in (sg, torch):
+        w = lib.tensor([0.25, -0.5, 2.0], requires_grad=True)
+        a, b, c = w * 1, w * 0.5, w + 3
+        a.nan_to_num_()
+        b.erfinv_()
+        c.lgamma_()
+        reprs.append([repr(t) for t in (a, b, c)])
+        (a + b * 2 + c * 3).sum().backward()
+        grads.append(w.grad.numpy())
+    assert reprs[0] == reprs[1]
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
