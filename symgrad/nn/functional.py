@@ -222,6 +222,7 @@ from .layers import *  # noqa: E402, F401, F403  (linear, dropout, normalize, ..
 from .losses import *  # noqa: E402, F401, F403  (mse_loss, cross_entropy, ...: symgrad/nn/losses.py)
 from .margin_losses import *  # noqa: E402, F401, F403  (margin / embedding / likelihood losses, pairwise_distance)
 from .modules.sparse import embedding  # noqa: E402, F401
+from .multi_losses import multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss  # noqa: E402, F401
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm  # noqa: E402, F401
 from .pooling_ops import *  # noqa: E402, F401, F403  (pooling, interpolate, pixel_shuffle: nn/pooling_ops.py)
 from .sampling import affine_grid, grid_sample  # noqa: E402, F401

@@ -48,6 +48,9 @@ from .loss import (
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
@@ -88,4 +91,5 @@ __all__ += ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", 
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
 from .lazy import LazyLinear  # noqa: E402
 
-__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear"]
+__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear", "MultiMarginLoss",
+            "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss"]
