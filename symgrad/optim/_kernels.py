@@ -30,7 +30,7 @@ from numba.core import types as _types
 from numba.extending import intrinsic, overload
 
 __all__ = ["EMULATE_MKL_SQRT", "torch_sqrt", "sgd_update", "adam_update", "rmsprop_update", "adagrad_update",
-           "adadelta_update", "nadam_update", "adamax_update", "radam_update"]
+           "adadelta_update", "nadam_update", "adamax_update", "radam_update", "rprop_update", "asgd_update"]
 
 
 def _cpu_vendor() -> str:
@@ -345,6 +345,52 @@ def _radam_kernel(p, g, m, v, f, c):  # noqa: ANN001, ANN202
         p[i] = pi - step                                   # param.add_(..., alpha=-1.0)
 
 
+@numba.njit(inline="always")
+def _sign(x, one, zero):  # noqa: ANN001, ANN202
+    """torch's CPU ``sign`` of a float: ``(0 < x) - (x < 0)`` (0 for NaN and both zeros)."""
+    return one if x > 0 else (-one if x < 0 else zero)
+
+
+@numba.njit(**_JIT)
+def _rprop_kernel(p, g, prev, ss, f, c):  # noqa: ANN001, ANN202
+    # f: maximize; c: etaminus, etaplus, step_size_min, step_size_max, 1, 0
+    for i in range(p.size):
+        gi = -g[i] if f[0] else g[i]
+        s = _sign(gi * prev[i], c[4], c[5])                # grad.mul(prev).sign()
+        if s > 0:
+            s = c[1]                                       # sign[sign.gt(0)] = etaplus
+        elif s < 0:
+            s = c[0]                                       # sign[sign.lt(0)] = etaminus
+        else:
+            s = c[4]                                       # sign[sign.eq(0)] = 1
+        st = ss[i] * s                                     # step_size.mul_(sign).clamp_(min, max)
+        if st < c[2]:
+            st = c[2]
+        if st > c[3]:
+            st = c[3]
+        ss[i] = st
+        if s == c[0]:
+            gi = c[5]                                      # grad[sign.eq(etaminus)] = 0
+        p[i] = _fma(-_sign(gi, c[4], c[5]), st, p[i])     # param.addcmul_(grad.sign(), step_size, value=-1)
+        prev[i] = gi                                       # prev.copy_(grad)
+
+
+@numba.njit(**_JIT)
+def _asgd_kernel(p, g, ax, f, c):  # noqa: ANN001, ANN202
+    # f: maximize, has_wd, averaging; c: wd, 1-lambd*eta, -eta, mu
+    for i in range(p.size):
+        gi = -g[i] if f[0] else g[i]
+        if f[1]:
+            gi = _fma(p[i], c[0], gi)                      # grad.add(param, alpha=weight_decay)
+        pi = p[i] * c[1]                                   # param.mul_(1 - lambd * eta)
+        pi = _fma(gi, c[2], pi)                            # param.add_(grad, alpha=-eta)
+        p[i] = pi
+        if f[2]:
+            ax[i] = ax[i] + (pi - ax[i]) * c[3]            # ax.add_(param.sub(ax).mul_(mu))
+        else:
+            ax[i] = pi                                     # ax.copy_(param)
+
+
 # ---------------------------------------------------------------------------- Python entry points
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _EMPTY = {d: np.empty(0, d) for d in _KERNEL_DTYPES}
@@ -446,3 +492,18 @@ def radam_update(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, *, 
     _radam_kernel(p, g, m, v, *_flags(p, [maximize, weight_decay != 0, decoupled, small, rectified],
                                       [weight_decay, 1 - lr * weight_decay, w, w_m1, beta2, 1 - beta2,
                                        bias_correction1, lr, bias_correction2 ** 0.5, eps, rect, 1.0]))
+
+
+def rprop_update(p: np.ndarray, g: np.ndarray, prev: np.ndarray, step_size: np.ndarray, *, maximize: bool,
+                 etaminus: float, etaplus: float, step_size_min: float, step_size_max: float) -> None:
+    """One Rprop step on flat arrays (``prev``: the last masked gradient, ``step_size``: per element)."""
+    _rprop_kernel(p, g, prev, step_size,
+                  *_flags(p, [maximize], [etaminus, etaplus, step_size_min, step_size_max, 1.0, 0.0]))
+
+
+def asgd_update(p: np.ndarray, g: np.ndarray, ax: np.ndarray, *, maximize: bool, weight_decay: float, lambd: float,
+                eta: float, mu: float) -> None:
+    """One ASGD step on flat arrays with the current ``eta`` and ``mu`` (``ax``: the running average, a copy of
+    the parameter while ``mu == 1``)."""
+    _asgd_kernel(p, g, ax, *_flags(p, [maximize, weight_decay != 0, mu != 1],
+                                   [weight_decay, 1 - lambd * eta, -eta, mu]))
