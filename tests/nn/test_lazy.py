@@ -1,6 +1,7 @@
-"""``nn.LazyLinear`` and ``UninitializedParameter`` against torch 2.13: the parameters materialised on the first
-call with torch's seeded initialisation (same RNG order), the module turning into ``Linear``, reprs (``<
-UninitializedParameter>``), state dicts before and after, loading into a lazy module, errors."""
+"""``nn.LazyLinear``, ``nn.LazyConv1d/2d/3d`` and ``UninitializedParameter`` against torch 2.13: the parameters
+materialised on the first call with torch's seeded initialisation (same RNG order), the module turning into
+``Linear`` / ``Conv*d``, reprs (``<UninitializedParameter>``), state dicts before and after, loading into a lazy
+module, errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -91,3 +92,36 @@ def test_lazy_linear_errors():
             Half(2)(lib.ones(1, 3))
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1] == "module Half has not been fully initialized"
+
+
+CONVS = [
+    ("1d", lambda nn: nn.LazyConv1d(4, 3, padding=1, bias=False), (2, 3, 5)),
+    ("1d unbatched", lambda nn: nn.LazyConv1d(2, 2, dilation=2), (3, 6)),
+    ("2d groups", lambda nn: nn.LazyConv2d(2, (2, 3), stride=2, groups=2), (1, 4, 5, 6)),
+    ("2d reflect", lambda nn: nn.LazyConv2d(3, 3, padding=1, padding_mode="reflect"), (2, 2, 4, 4)),
+    ("3d", lambda nn: nn.LazyConv3d(1, 2), (1, 2, 3, 3, 3)),
+]
+
+
+@pytest.mark.parametrize("name,make,shape", CONVS, ids=[c[0] for c in CONVS])
+def test_lazy_conv_matches_torch(name, make, shape):
+    def run(lib):
+        lib.manual_seed(4)
+        m = make(lib.nn)
+        before = repr(m)
+        y = m(lib.randn(*shape))
+        return (before, repr(m), type(m).__name__, y.grad_fn.name(), tuple(y.shape)), \
+            [p.detach().numpy().copy() for p in m.parameters()], y.detach().numpy(), lib.rand(3).numpy()
+
+    t, s = _both(run)
+    assert s[0] == t[0]
+    for a, b in zip(s[1] + [s[3]], t[1] + [t[3]]):
+        assert_close(a, b, rtol=0, atol=0)
+    assert_close(s[2], t[2])
+
+
+def test_lazy_conv_errors():
+    assert_same_error(lambda: sg.nn.LazyConv2d(2, 3)(sg.ones(3, 5)),
+                      lambda: torch.nn.LazyConv2d(2, 3)(torch.ones(3, 5)))
+    assert_same_error(lambda: sg.nn.LazyConv2d(2, 3, groups=2)(sg.ones(1, 3, 5, 5)),
+                      lambda: torch.nn.LazyConv2d(2, 3, groups=2)(torch.ones(1, 3, 5, 5)))

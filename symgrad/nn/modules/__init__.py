@@ -89,7 +89,8 @@ from .pooling import __all__ as _pooling_all  # noqa: E402
 __all__ += ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", *_pooling_all,
             "Dropout1d", "Dropout2d", "Dropout3d"]
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
-from .lazy import LazyLinear  # noqa: E402
+from .lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear  # noqa: E402
 
-__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear", "MultiMarginLoss",
+__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear", "LazyConv1d", "LazyConv2d",
+            "LazyConv3d", "MultiMarginLoss",
             "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss"]

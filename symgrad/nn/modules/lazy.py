@@ -1,6 +1,7 @@
-"""Lazy modules: ``LazyModuleMixin`` and ``LazyLinear``. Their parameters are ``UninitializedParameter`` s until
-the first call, which infers the input size, materialises them with torch's initialisation (same RNG order as the
-eager module) and turns the module into its ``cls_to_become`` (``Linear``)."""
+"""Lazy modules: ``LazyModuleMixin``, ``LazyLinear`` and ``LazyConv1d/2d/3d``. Their parameters are
+``UninitializedParameter`` s until the first call, which infers the input size, materialises them with torch's
+initialisation (same RNG order as the eager module) and turns the module into its ``cls_to_become`` (``Linear``,
+``Conv*d``)."""
 from __future__ import annotations
 
 import itertools
@@ -9,9 +10,10 @@ from typing import Any
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
 from ..parameter import UninitializedParameter, is_lazy
+from .conv import Conv1d, Conv2d, Conv3d
 from .linear import Linear
 
-__all__ = ["LazyModuleMixin", "LazyLinear"]
+__all__ = ["LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d"]
 
 
 class LazyModuleMixin:
@@ -97,3 +99,55 @@ class LazyLinear(LazyModuleMixin, Linear):
                 raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} is not equal to "
                                      f"in_features from self.weight: {self.weight.shape[-1]}")
             self.in_features = input.shape[-1]
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """``in_channels`` from the first input's channel dim (dim 1, or 0 for an unbatched input); the spatial
+    rank is the convolution's ``_nd``."""
+
+    def reset_parameters(self) -> None:
+        """The convolution's initialisation, once the parameters have their shapes."""
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()  # type: ignore[misc]
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:  # noqa: A002
+        """Infer ``in_channels``; materialise and initialise weight and bias."""
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                self.weight.materialize((self.in_channels, self.out_channels // self.groups, *self.kernel_size))
+            else:
+                self.weight.materialize((self.out_channels, self.in_channels // self.groups, *self.kernel_size))
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+    def _get_in_channels(self, input: Tensor) -> int:  # noqa: A002
+        no_batch = self._nd + 1
+        if input.dim() not in (no_batch, no_batch + 1):
+            raise RuntimeError(f"Expected {no_batch}D (unbatched) or {no_batch + 1}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == no_batch + 1 else input.shape[0]
+
+
+def _lazy_conv_class(conv: type) -> type:
+    def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None) -> None:
+        super(cls, self).__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self.weight = UninitializedParameter(dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+
+    doc = f"``{conv.__name__}`` whose ``in_channels`` is the channel count of the first input."
+    cls = type(f"Lazy{conv.__name__}", (_LazyConvXdMixin, conv),
+               {"__init__": __init__, "cls_to_become": conv, "__doc__": doc, "__module__": __name__})
+    return cls
+
+
+LazyConv1d = _lazy_conv_class(Conv1d)
+LazyConv2d = _lazy_conv_class(Conv2d)
+LazyConv3d = _lazy_conv_class(Conv3d)
