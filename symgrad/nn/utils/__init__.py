@@ -34,6 +34,7 @@ from ..clip_grad import (  # noqa: F401
 )
 from ..modules.module import Module
 from . import rnn  # noqa: F401  (torch.nn.utils.rnn)
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
 
 __all__ = ["functional_call", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
