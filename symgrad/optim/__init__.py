@@ -17,6 +17,7 @@ from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
 from .asgd import ASGD
+from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from .radam import RAdam
@@ -25,5 +26,5 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "NAdam", "RAdam", "Adamax",
-           "Rprop", "ASGD", "lr_scheduler",
+           "Rprop", "ASGD", "LBFGS", "lr_scheduler",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
