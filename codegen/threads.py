@@ -33,8 +33,13 @@ MAX_EVERY = 64
 #: How much faster (median) one thread must be to be chosen over all; all threads are chosen back as soon
 #: as they are faster. A virtual machine's call times spread widely at no load (W1 at 10**6 on the 2-core
 #: development machine: 0.12-1.4 ms on two threads, median 0.2, against 0.4 on one), so a median of a few
-#: all-thread calls often passes one-thread calls' for a moment; a busy machine's difference is 10-25x.
-MARGIN = 2.0
+#: all-thread calls often passes one-thread calls' for a moment, and so do the first calls after a pause (the
+#: workers wake up: 0.3-0.7 ms for W1's first three); a busy machine's difference is 10-25x.
+MARGIN = 3.0
+#: After the first look at one thread, a look while all threads are chosen happens only when their median has
+#: passed this many times the fastest all-thread call seen (a look costs a one-thread call and wakes the
+#: workers again: W1's next calls 1.5-3x slower for a few calls; on an idle machine there is nothing to find).
+SUSPECT = 1.5
 
 Controls = tuple[Callable[[], int], Callable[[int], None]]
 
@@ -69,7 +74,8 @@ def _median(xs: list[float]) -> float:
 class Adaptive:
     """``fn`` (a parallel kernel) called on all threads or on one, by the recent timings (module docstring)."""
 
-    __slots__ = ("fn", "get", "put", "clock", "samples", "choice", "calls", "every", "next", "last", "pending")
+    __slots__ = ("fn", "get", "put", "clock", "samples", "choice", "calls", "every", "next", "last", "pending",
+                 "best", "looked")
 
     def __init__(self, fn: Callable[..., Any], controls: Controls,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -83,6 +89,8 @@ class Adaptive:
         self.next = FIRST
         self.last = 0           # the setting of the previous call
         self.pending = False    # a look at all threads goes on for one more call
+        self.best = float("inf")  # the fastest all-thread call seen
+        self.looked = False     # a look at one thread has been taken
 
     def __call__(self, *args: Any) -> Any:
         full = self.get()
@@ -93,6 +101,9 @@ class Adaptive:
             look, k, self.pending = True, 0, False
         else:
             look = self.calls >= self.next
+            if look and self.choice == 0 and self.looked and not self._suspect():
+                look = False    # all-thread calls as fast as they have been: the machine did not change
+                self._hold()
             k = 1 - self.choice if look else self.choice
         t0 = self.clock()
         if k:
@@ -113,7 +124,10 @@ class Adaptive:
         s.append(dt)
         if len(s) > WINDOW:
             del s[0]
+        if k == 0 and dt < self.best:
+            self.best = dt
         if look:
+            self.looked = self.looked or k == 1
             self._decide()
         elif self.samples[1 - k] and _median(s) > (MARGIN if k == 0 else 1.0) * _median(self.samples[1 - k]):
             # the chosen setting got slower than the other was: switch now, and time the other afresh (its
@@ -134,8 +148,16 @@ class Adaptive:
         if best != self.choice:
             self._switch(best)
         else:
-            self.every = min(2 * self.every, MAX_EVERY)
-            self.next = self.calls + self.every
+            self._hold()
+
+    def _suspect(self) -> bool:
+        """All-thread calls have got slower than the fastest seen by ``SUSPECT``: worth a look at one thread."""
+        a = self.samples[0]
+        return not a or _median(a) > SUSPECT * self.best
+
+    def _hold(self) -> None:
+        self.every = min(2 * self.every, MAX_EVERY)
+        self.next = self.calls + self.every
 
     def _switch(self, k: int) -> None:
         self.choice, self.every = k, FIRST

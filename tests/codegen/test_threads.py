@@ -59,10 +59,26 @@ def test_all_threads_keep_an_idle_machine_and_looks_get_rarer():
     for _ in range(400):
         a(1.0)
     ones = [i for i, n in enumerate(m.ran_on) if n == 1]
-    assert a.threads == "all" and ones[0] == FIRST - 1
+    assert a.threads == "all" and ones == [FIRST - 1]      # one look; all-thread calls never slowed: no other
     assert len(a.samples[0]) == WINDOW      # (the all-thread call after each look is not timed)
+    assert a.every == MAX_EVERY
+
+
+def test_looks_resume_when_all_thread_calls_slow_down_and_get_rarer():
+    """All-thread calls slower than the fastest seen (a noisy machine, not slow enough to switch): looks at one
+    thread at doubling intervals, up to MAX_EVERY calls."""
+    m = Machine(cost={2: 0.1e-3, 1: 0.2e-3})
+    a = adaptive(m)
+    for _ in range(20):
+        a(1.0)
+    m.cost = {2: 0.3e-3, 1: 0.2e-3}         # 3x the fastest, under MARGIN times one thread's
+    start = len(m.ran_on)
+    for _ in range(600):
+        a(1.0)
+    ones = [i for i, n in enumerate(m.ran_on) if n == 1 and i >= start]
     gaps = [b - a for a, b in zip(ones, ones[1:])]
-    assert gaps == sorted(gaps) and gaps[-1] == MAX_EVERY and len(ones) < 12
+    assert a.threads == "all" and len(ones) >= 5
+    assert gaps == sorted(gaps) and gaps[-1] == MAX_EVERY
 
 
 def test_the_choice_follows_the_machine():
@@ -138,7 +154,7 @@ def test_a_setting_only_a_little_faster_is_not_chosen():
     for _ in range(200):
         a(1.0)
     assert a.threads == "all"
-    m.cost = {2: 0.25e-3, 1: 0.1e-3}                # 2.5x: chosen once the looks' samples show it
+    m.cost = {2: 0.5e-3, 1: 0.1e-3}                 # 5x: chosen once the looks' samples show it
     for _ in range(WINDOW * MAX_EVERY + 2):
         a(1.0)
     assert a.threads == "one"
