@@ -84,7 +84,7 @@ print(norm(signals[:1]).flatten()[:4])
 opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
 warm = CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2, eta_min=0.01)
 lrs = []
-for epoch in range(8):
+for _ in range(8):
     opt.step()
     warm.step()
     lrs.append(round(warm.get_last_lr()[0], 5))
