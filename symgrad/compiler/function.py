@@ -341,7 +341,7 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
-        # the all-float fast path, once installed, is the generated __call__ of a subclass (_install_fast)
+        # once installed, the all-float fast path is a subclass's __call__ (_install_fast)
         if kwargs:
             args = bind_positional(self.fn, args, kwargs)
         spec = _dict_spec(args)
@@ -470,11 +470,9 @@ class CompiledFunction:
         return {"fn": outs[0], "grad": g, "value_and_grad": f"{outs[0]}, {g}"}[self.mode]
 
     def _install_fast(self, e: _Entry, jit: Any, call_args: list, raw: Any, nargs: int) -> None:
-        """Give this instance a generated ``__call__`` (a one-off subclass) that sends ``nargs`` Python
-        floats straight to the entry point of the numba overload that just ran, and anything else to
-        the general path. Only when every result of that overload is a Python float (what the general
-        path returns for float arguments); the kernel's argument order and closed-over constants are
-        baked in."""
+        """Give this instance a generated ``__call__`` (a one-off subclass) sending ``nargs`` Python floats
+        to the entry point of the numba overload that just ran (when all its results are Python floats, as
+        the general path's), anything else to the general path; argument order and constants baked in."""
         try:
             sig = tuple(jit.typeof_pyval(a) for a in call_args)
             entry = jit.overloads[sig].entry_point
@@ -492,15 +490,12 @@ class CompiledFunction:
             result = "r"        # the kernel's own pair (value, gradient): nothing to pack
         self._install_call(names, [f"type({n}) is float" for n in names],
                            [f"r = _entry({', '.join(kargs)})", f"return {result}"], ns, "fast path")
-        if kargs == names:
-            # the caller's floats are the kernel's arguments: the checks and the packing of its result tuple can
-            # run in machine code (codegen.fastcall), which takes the Python frame off the call
-            k = len(e.out_specs) - 1
-            grads: Any = 1 if self._single else tuple(range(1, 1 + k))
-            pack = {"fn": 0, "grad": grads, "value_and_grad": (0, grads)}[self.mode]
+        if kargs == names:              # checks and packing in machine code (codegen.fastcall)
+            g: Any = 1 if self._single else tuple(range(1, len(e.out_specs)))
+            pack = {"fn": 0, "grad": g, "value_and_grad": (0, g)}[self.mode]
             native = _fastcall.guarded(entry, functools.partial(CompiledFunction.__call__, self), nargs,
-                                       name=getattr(self.fn, "__name__", "compiled"),
-                                       pack=None if pack == tuple(range(len(e.out_specs))) else pack)
+                                       getattr(self.fn, "__name__", "compiled"),
+                                       None if pack == tuple(range(len(e.out_specs))) else pack)
             if native is not None:
                 self.__class__.__call__ = native
 
