@@ -503,7 +503,7 @@ class CompiledFunction:
                       label: str) -> None:
         """Give this instance a generated ``__call__`` (a one-off subclass) running the lines ``fast`` when
         every guard holds (and no other argument, keyword or ``out=`` is given), else the general path.
-        Positional-only parameters with a sentinel default: no tuple to unpack on the fast path."""
+        Positional-only parameters, sentinel defaults: no tuple to unpack on the fast path."""
         ns.update(_general=CompiledFunction.__call__, _M=_MISSING)
         guard = " and ".join([*guards, "out is None", "not rest", "not kw"])
         body = "".join(f"        {line}\n" for line in fast)
