@@ -371,7 +371,7 @@ class CompiledFunction:
             kargs = [float(a) for a in arrays[:len(args)]] + arrays[len(args):] if all_py else arrays
             call_args = [kargs[q.index] for q in e.kernel.params]       # constants stay arrays
             jit = e.prog.kernel_for(call_args)
-        if jit is not None:       # numba's kernels raise no floating-point warnings: no errstate needed
+        if jit is not None:       # numba's kernels raise no floating-point warnings
             raw = _runner(e, jit)(*call_args)
             if not tensors:
                 if self._fast is None and all_py and all(type(a) is float for a in args):
