@@ -44,12 +44,7 @@ class Adadelta(Optimizer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        self._step_states_to_tensors()
+        self._group_defaults(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     @_use_grad
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

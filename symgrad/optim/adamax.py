@@ -8,6 +8,7 @@ from ..eager.tensor import Tensor
 from .optimizer import (
     Optimizer,
     ParamsT,
+    _check_adam_hypers,
     _grad_array,
     _hyper,
     _increment,
@@ -28,30 +29,14 @@ class Adamax(Optimizer):
     def __init__(self, params: ParamsT, lr: float | Tensor = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_hypers(lr, eps, betas, weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        self._step_states_to_tensors()
+        self._group_defaults(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     @_use_grad
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -10,6 +10,7 @@ from ..eager.tensor import Tensor
 from .optimizer import (
     Optimizer,
     ParamsT,
+    _check_adam_hypers,
     _grad_array,
     _hyper,
     _increment,
@@ -31,18 +32,7 @@ class NAdam(Optimizer):
                  eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_hypers(lr, eps, betas, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
@@ -53,13 +43,8 @@ class NAdam(Optimizer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-        self._step_states_to_tensors()
+        self._group_defaults(maximize=False, foreach=None, capturable=False, differentiable=False,
+                             decoupled_weight_decay=False)
 
     @_use_grad
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

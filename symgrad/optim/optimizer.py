@@ -153,6 +153,22 @@ def _hyper(x: Any) -> float:
     return float(x.item()) if isinstance(x, Tensor) else x
 
 
+def _check_adam_hypers(lr: Any, eps: float, betas: tuple[float, float], weight_decay: float) -> None:
+    """torch's checks (and messages) of the Adam family's hyperparameters."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 class _Writable:
     """A flat C-contiguous array over a tensor's values; ``close()`` writes it back and bumps the version."""
 
@@ -435,6 +451,14 @@ class Optimizer:
     # ------------------------------------------------------------------ helpers for the subclasses
     def _params_with_grad(self, group: dict[str, Any]) -> list[Tensor]:
         return [p for p in group["params"] if p.grad is not None]
+
+    def _group_defaults(self, **defaults: Any) -> None:
+        """After ``__setstate__``: the options torch added later, at their defaults, in every group; step counts
+        as tensors."""
+        for group in self.param_groups:
+            for key, value in defaults.items():
+                group.setdefault(key, value)
+        self._step_states_to_tensors()
 
     def _step_states_to_tensors(self, fused_or_capturable: Callable[[dict], bool] | None = None) -> None:
         """``__setstate__`` support: a saved Python-number ``step`` becomes a tensor again."""
