@@ -81,29 +81,7 @@ def compile_kernel(kernel: Kernel, out_params: tuple[int, ...] = ()) -> tuple[Ca
 def compile_module(mod: Module) -> Callable:
     """The module's function, compiled and wrapped (see the module docstring). Raises ``Unsupported`` when a libm
     function it calls is not in the process."""
-    with _lock:
-        llvm = _init()
-        tag = f"sg{next(_serial)}"
-        text = mod.text.replace(f"@{mod.name}(", f"@{tag}(")
-        for sym in sorted(_lines.LIBM & set(_called(text))):
-            if not llvm.address_of_symbol(sym):
-                raise Unsupported(f"llvm: the libm function {sym} is not in this process")
-        tm = _state["tm"]
-        m = llvm.parse_assembly(text)
-        m.triple = tm.triple
-        m.data_layout = str(tm.target_data)
-        m.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(m, pb)
-        ee = _state.get("ee")
-        if ee is None:
-            ee = _state["ee"] = llvm.create_mcjit_compiler(m, tm)
-        else:
-            ee.add_module(m)
-        ee.finalize_object()
-        _state["modules"].append(m)
-        addr = ee.get_function_address(tag)
+    addr = _compile(mod.text, mod.name, libm=True)
     groups = sorted({g for g, _ in mod.slots.values()})
     proto = ctypes.PYFUNCTYPE(ctypes.c_int32, *([_CTYPES[kind] for _, kind in mod.args]
                                                 + [ctypes.c_int64] * sum(1 for o in mod.outputs if o[3] == "array")
@@ -115,11 +93,21 @@ def compile_module(mod: Module) -> Callable:
 def compile_ir(text: str, name: str) -> int:
     """The address of function ``name`` of the LLVM IR ``text`` (no libm calls), compiled into this process's
     engine at O3. Raises ``Unsupported`` where numpy's array layout is not the one the kernels read."""
+    return _compile(text, name, libm=False)
+
+
+def _compile(text: str, name: str, libm: bool) -> int:
+    """Function ``name`` of ``text`` (renamed to a fresh symbol) compiled at O3 into the one engine: its address."""
     with _lock:
         llvm = _init()
         tag = f"sg{next(_serial)}"
+        text = text.replace(f"@{name}(", f"@{tag}(")
+        if libm:
+            for sym in sorted(_lines.LIBM & set(_called(text))):
+                if not llvm.address_of_symbol(sym):
+                    raise Unsupported(f"llvm: the libm function {sym} is not in this process")
         tm = _state["tm"]
-        m = llvm.parse_assembly(text.replace(f"@{name}(", f"@{tag}("))
+        m = llvm.parse_assembly(text)
         m.triple = tm.triple
         m.data_layout = str(tm.target_data)
         m.verify()
