@@ -39,8 +39,8 @@ MARGIN = 3.0
 #: After the first look at one thread, a look while all threads are chosen happens only when their median has
 #: passed this many times the fastest all-thread call seen (a look costs a one-thread call and wakes the
 #: workers again: W1's next calls 1.5-3x slower for a few calls; an idle virtual machine's medians pass 1.5x
-#: the fastest call often, and a busy machine's are 10-25x it).
-SUSPECT = 3.0
+#: the fastest call often, and 3x in the first calls after a pause, while a busy machine's are 10-25x it).
+SUSPECT = 5.0
 
 Controls = tuple[Callable[[], int], Callable[[int], None]]
 

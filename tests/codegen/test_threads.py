@@ -71,7 +71,7 @@ def test_looks_resume_when_all_thread_calls_slow_down_and_get_rarer():
     a = adaptive(m)
     for _ in range(20):
         a(1.0)
-    m.cost = {2: 0.4e-3, 1: 0.2e-3}         # 4x the fastest (past SUSPECT), under MARGIN times one thread's
+    m.cost = {2: 0.6e-3, 1: 0.25e-3}        # 6x the fastest (past SUSPECT), under MARGIN times one thread's
     start = len(m.ran_on)
     for _ in range(600):
         a(1.0)
@@ -154,7 +154,7 @@ def test_a_setting_only_a_little_faster_is_not_chosen():
     for _ in range(200):
         a(1.0)
     assert a.threads == "all"
-    m.cost = {2: 0.8e-3, 1: 0.1e-3}                 # all threads past SUSPECT times their best, one thread 8x
+    m.cost = {2: 1.5e-3, 1: 0.1e-3}                 # all threads past SUSPECT times their best, one thread 15x
                                                     # faster: chosen once the looks' samples show it
     for _ in range(WINDOW * MAX_EVERY + 2):
         a(1.0)
