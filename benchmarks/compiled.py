@@ -26,7 +26,9 @@ Columns of W1/W2/W4 (one row per implementation; a missing package is reported a
 Each result is checked against numpy before timing. Timing: ``time.perf_counter``; every
 implementation is timed in blocks of consecutive calls (after warm-up calls in the block), the blocks
 of all implementations taken in turn over several rounds so that a change in machine load hits
-them alike; the figure is the median (and min) over all timed calls. Consecutive calls rather than
+them alike; a block holds at least the given number of calls and lasts at least about 20 ms, so a
+0.1 ms call is sampled as many times as its median needs; the figure is the median (and min) over
+all timed calls. Consecutive calls rather than
 a strict round robin: on this 2-core machine, numba's OpenMP workers spinning or sleeping after the
 previous implementation's call can make a parallel kernel 10x slower for one call, which measures
 thread hand-over, not the kernel. No timing is asserted; the summary only compares the figures to
@@ -232,19 +234,25 @@ def check(name, got, want, rtol=1e-9):
         raise SystemExit(f"{name}: wrong result")
 
 
-def block_times(calls, rounds, per_block, warm=2, inner=None):
+def block_times(calls, rounds, per_block, warm=2, inner=None, min_block_s=0.02):
     """Per label: (median, min) seconds per call. Each round times every implementation in turn:
-    ``warm`` untimed calls, then ``per_block`` timed samples of ``inner[label]`` (default 1)
-    consecutive calls each."""
+    ``warm`` untimed calls, then at least ``per_block`` timed samples of ``inner[label]`` (default 1)
+    consecutive calls each, and enough samples that the block lasts about ``min_block_s`` (estimated
+    from the last warm-up call): a fast call gets as many samples as a slow one gets time, so the first
+    calls after the pause between blocks do not decide its median."""
     inner = inner or {}
     ts = {label: [] for label in calls}
     for _ in range(rounds):
         for label, (fn, args) in calls.items():
             k = inner.get(label, 1)
             time.sleep(0.005)  # let the previous block's OpenMP workers (numba's, torch's) park
+            est = 0.0
             for _ in range(warm):
+                t0 = time.perf_counter()
                 fn(*args)
-            for _ in range(per_block):
+                est = time.perf_counter() - t0
+            samples = max(per_block, min(1000, math.ceil(min_block_s / max(est * k, 1e-9))))
+            for _ in range(samples):
                 t0 = time.perf_counter()
                 for _ in range(k):
                     fn(*args)
@@ -569,7 +577,8 @@ def main(argv=None):
     print(f"symgrad backend {sgc.BACKEND!r}, cache folder {_CACHE} (fresh)")
     for m in MISSING:
         print("  " + m)
-    print(f"times: median (and min) of {rounds} rounds x {per_block} calls per implementation, after warm-up")
+    print(f"times: median (and min) of {rounds} rounds x at least {per_block} calls (and 20 ms) per implementation, "
+          "after warm-up")
     rng = np.random.default_rng(0)
     n = args.n
     x, y = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)

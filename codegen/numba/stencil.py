@@ -30,7 +30,7 @@ from .. import ir
 from ..cse import has_ops
 from ..names import comment, fresh
 from .printer import NumbaPrinter
-from .render import HEADER, PARALLEL_CHUNKS, RADD, bind_outputs, caller_array
+from .render import HEADER, RADD, bind_outputs, caller_array, chunks_code
 
 __all__ = ["emit_stencil"]
 
@@ -380,7 +380,7 @@ class _Stencil:
                 parallel = True
                 body.append("    # interior: every guard holds (parallel chunks, unsigned indices)")
                 body.append(f"    ncount = max({self.ext(hi_c - lo)}, 0)")
-                body.append(f"    nchunks = min(ncount, {PARALLEL_CHUNKS})")
+                body.append(f"    nchunks = {chunks_code('ncount')}")
                 for kind, name, *_ in roots:   # chunk partials added in chunk order: any number of threads
                     if kind != "out":
                         body.append(f"    {name}_chunks = numpy.empty(nchunks, {dt})")
