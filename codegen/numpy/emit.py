@@ -21,9 +21,10 @@ whole kernel (``_Plan``) so that the code does no more than numpy written by han
 """
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy
@@ -31,9 +32,10 @@ import sympy as sp
 
 from .. import ir
 from ..cse import has_ops, rebuild, repeats, tree_cse
-from ..names import comment, fresh
+from ..names import comment
 from .loops import emit_scan
 from .printer import KernelPrinter
+from .values import ARITH, FLOATS, SCALAR_SAFE, WEAK, bshape, reads_of, runtime_dtypes, ssa, symbols_of, ufunc_of
 
 #: bytes of one chunk of a chunked pass, per temporary: at least numpy's threshold for reusing temporaries in
 #: place (256 KiB), so ``a*b + c`` inside a chunk allocates once, and within L2 for a temporary or two. Measured
@@ -87,7 +89,7 @@ def _elementwise(st: ir.Elementwise, ctx: _Context, name: str | None = None) -> 
 def _value(st: ir.Elementwise, e: sp.Expr, code: str, ctx: _Context, name: str | None = None) -> str:
     """The code of ``st``'s value from the code of its (reduced) expression ``e``."""
     plan = ctx.plan
-    if not (_symbols(e, plan.memo) if plan is not None else e.free_symbols):
+    if not (symbols_of(e, plan.memo) if plan is not None else e.free_symbols):
         if plan is not None and st.target in plan.shrunk:   # a constant only elementwise code reads
             return f"numpy.{st.dtype}({code})"
         return f"numpy.full({st.shape!r}, {code}, dtype=numpy.{st.dtype})"
@@ -215,142 +217,6 @@ EMIT: dict[type, Callable[[Any, _Context], list[str]]] = {
 
 # ---------------------------------------------------------------------------------------------- the plan
 
-WEAK = "weak"                       # the dtype of a Python literal: it takes the other operand's
-_FLOATS = ("float32", "float64")
-_ARITH = (sp.Add, sp.Mul, sp.Pow, sp.Max, sp.Min)
-#: statement types that take a numpy scalar where a 0-d array would do
-_SCALAR_SAFE = (ir.Elementwise, ir.Reshape, ir.Broadcast, ir.Size)
-_UFUNCS: dict[tuple, str | None] = {}
-
-
-def _strings(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            _strings(v, out)
-
-
-def _symbols(e: sp.Basic, memo: dict) -> frozenset[str]:
-    """The names of ``e``'s free symbols (memoised per expression)."""
-    r = memo.get(e)
-    if r is None:
-        r = memo[e] = frozenset(s.name for s in e.free_symbols)
-    return r
-
-
-def _reads(st: Any, names: dict, memo: dict | None = None) -> list[str]:
-    """The names ``st`` reads: an expression's free symbols, else every string among its operands that is
-    a name of the kernel (so a statement type added later is read conservatively)."""
-    if isinstance(st, ir.Elementwise):
-        return sorted(n for n in _symbols(st.expr, {} if memo is None else memo) if n in names)
-    found: list[str] = []
-    for f in fields(st):
-        if f.name not in ("target", "shape", "dtype", "note"):
-            _strings(getattr(st, f.name), found)
-    return [n for n in dict.fromkeys(found) if n in names and n != st.target]
-
-
-def _bshape(shapes: list[tuple]) -> tuple | None:
-    if not shapes:
-        return ()
-    if all(s == shapes[0] for s in shapes):
-        return tuple(shapes[0])
-    try:
-        return tuple(numpy.broadcast_shapes(*shapes))
-    except ValueError:
-        return None
-
-
-def _ufunc(e: sp.Expr, printer: KernelPrinter) -> str | None:
-    """The numpy ufunc an application prints as, where it maps each float dtype to itself."""
-    key = (e.func, len(e.args))
-    if key not in _UFUNCS:
-        _UFUNCS[key] = None
-        try:
-            code = KernelPrinter().doprint(e.func(*sp.symbols(f"a0:{len(e.args)}", real=True)))
-        except Exception:  # noqa: BLE001 - an application that cannot take plain symbols: not a ufunc
-            code = ""
-        head = code.split("(", 1)[0]
-        fn = getattr(numpy, head[len("numpy."):], None) if head.startswith("numpy.") else None
-        if (isinstance(fn, numpy.ufunc) and fn.nin == len(e.args) and fn.nout == 1
-                and code == f"{head}({', '.join(f'a{k}' for k in range(len(e.args)))})"
-                and all(c * fn.nin + "->" + c in fn.types for c in "fd")):
-            _UFUNCS[key] = head
-    return _UFUNCS[key]
-
-
-def _rename_expr(e: sp.Basic, m: dict[str, sp.Symbol]) -> sp.Basic:
-    if e.is_Symbol:
-        return m.get(e.name, e)
-    if not e.args:
-        return e
-    return rebuild(e, tuple(_rename_expr(a, m) for a in e.args))
-
-
-def _rename_value(v: Any, m: dict[str, str]) -> Any:
-    if isinstance(v, str):
-        return m.get(v, v)
-    if isinstance(v, tuple):
-        return tuple(_rename_value(x, m) for x in v)
-    return v
-
-
-def _ssa(kernel: ir.Kernel) -> ir.Kernel:
-    """``kernel`` with each target defined once: a redefinition (``sum_to``'s keepdims sum, then its
-    reshape into the same name) takes a fresh name, and the statements after it read that name."""
-    targets = [st.target for st in kernel.body]
-    params = {q.name for q in kernel.params}
-    if len(set(targets)) == len(targets) and not params & set(targets):
-        return kernel
-    taken = params | set(targets)
-    current: dict[str, str] = {}
-    defined = set(params)
-    body = []
-    for st in kernel.body:
-        if current:
-            if isinstance(st, ir.Elementwise):
-                syms = {k: sp.Symbol(v, real=True) for k, v in current.items()}
-                st = replace(st, expr=_rename_expr(st.expr, syms))
-            else:
-                st = replace(st, **{f.name: _rename_value(getattr(st, f.name), current) for f in fields(st)
-                                    if f.name not in ("target", "shape", "dtype", "note")})
-        t = st.target
-        if t in defined:
-            current[t] = fresh(t, taken)
-            st = replace(st, target=current[t])
-        defined.add(t)
-        body.append(st)
-    return replace(kernel, body=tuple(body), outputs=tuple(current.get(o, o) for o in kernel.outputs))
-
-
-#: statements whose emission gives their value the IR's dtype
-_CASTS = tuple(t for t in (ir.Elementwise, ir.Size, ir.ArgReduce, ir.CumSum, ir.Concat, ir.IndexAdd,
-                           getattr(ir, "Scan", None)) if t is not None)
-
-
-def _runtime_dtypes(kernel: ir.Kernel) -> dict[str, str | None]:
-    """The dtype each value has when the kernel runs, where it is sure: a reshape or broadcast of a
-    Python number (``numpy.asarray(1)``: int64) keeps numpy's dtype, not the IR's."""
-    rd: dict[str, str | None] = {q.name: q.dtype for q in kernel.params}
-    for st in kernel.body:
-        if isinstance(st, _CASTS):
-            rd[st.target] = st.dtype
-        elif isinstance(st, (ir.Reshape, ir.Broadcast, ir.Transpose, ir.Index)):
-            lit = ir.literal(st.arg)
-            if lit is None:
-                rd[st.target] = rd.get(st.arg)
-            else:
-                rd[st.target] = "float64" if lit not in ("True", "False") and any(c in lit for c in ".eE") else None
-        elif isinstance(st, ir.Reduce):
-            rd[st.target] = rd.get(st.arg) if rd.get(st.arg) in _FLOATS else None
-        elif isinstance(st, ir.MatMul):
-            rd[st.target] = rd.get(st.a) if rd.get(st.a) == rd.get(st.b) and rd.get(st.a) in _FLOATS else None
-        else:
-            rd[st.target] = None
-    return rd
-
-
 @dataclass
 class _Group:
     """One chunked pass: ``members`` (statement indices, in order) over ``shape``; ``pre`` run before the
@@ -370,7 +236,7 @@ class _Plan:
     """What ``emit_numpy`` decides about a kernel before printing it (see the module's docstring)."""
 
     def __init__(self, kernel: ir.Kernel, ctx: _Context) -> None:
-        self.kernel = kernel = _ssa(kernel)
+        self.kernel = kernel = ssa(kernel)
         self.ctx = ctx
         self.memo: dict = {}                   # symbol names of (sub)expressions
         self._stmts: dict[int, Any] = {}
@@ -378,7 +244,7 @@ class _Plan:
         self.shape: dict[str, tuple] = {q.name: tuple(q.shape) for q in kernel.params}
         for st in body:
             self.shape[st.target] = tuple(st.shape)
-        self.dtype = _runtime_dtypes(kernel)   # what numpy makes of each value (not always the IR's dtype)
+        self.dtype = runtime_dtypes(kernel)   # what numpy makes of each value (not always the IR's dtype)
         self.outputs = set(kernel.outputs)
         self.index = {st.target: i for i, st in enumerate(body)}
         self.alias: dict[str, sp.Expr] = {}    # elided targets: what their readers read instead
@@ -429,7 +295,7 @@ class _Plan:
                     alias[t] = alias[st.arg]
                 elif st.arg in size1 and math.prod(size1[st.arg]) == 1 and len(size1[st.arg]) <= len(st.shape):
                     alias[t] = sp.Symbol(st.arg, real=True)
-            elif isinstance(st, ir.Elementwise) and not _symbols(st.expr, self.memo) and st.dtype != "bool":
+            elif isinstance(st, ir.Elementwise) and not symbols_of(st.expr, self.memo) and st.dtype != "bool":
                 shrunk.add(t)
         return alias, shrunk
 
@@ -437,7 +303,7 @@ class _Plan:
         """Which elementwise readers read a one-element value instead of its broadcast, which constants
         are 0-d, and which broadcasts no reader needs any more."""
         body = self.kernel.body
-        reads = self._reads0 = [_reads(st, self.shape, self.memo) for st in body]
+        reads = self._reads0 = [reads_of(st, self.shape, self.memo) for st in body]
         readers = self._readers(reads)
         alias, shrunk = self._candidates()
         shrunk = {c for c in shrunk if all(r >= 0 and isinstance(body[r], ir.Elementwise) for r in readers[c])}
@@ -448,8 +314,8 @@ class _Plan:
                 if isinstance(st, ir.Elementwise) and any(n in alias or n in shrunk for n in reads[i]):
                     e = self._substitute(st.expr, alias)
                     ones = [n for n in reads[i] if n in alias and alias[n].is_Number]
-                    names = _symbols(e, self.memo)
-                    ok[i] = ((not names or _bshape([eshape[x] for x in names]) == st.shape)
+                    names = symbols_of(e, self.memo)
+                    ok[i] = ((not names or bshape([eshape[x] for x in names]) == st.shape)
                              and _only_factor(st.expr, ones))
             drop = {n for i, good in ok.items() if not good for n in reads[i] if n in shrunk}
             if not drop:
@@ -483,7 +349,7 @@ class _Plan:
         return eshape
 
     def _substitute(self, e: sp.Expr, alias: dict[str, sp.Expr]) -> sp.Expr:
-        if not any(n in alias for n in _symbols(e, self.memo)):
+        if not any(n in alias for n in symbols_of(e, self.memo)):
             return e
         return _replace(e, {s: alias[s.name] for s in e.free_symbols if s.name in alias})
 
@@ -505,7 +371,7 @@ class _Plan:
             return sorted({self.kernel.body[j].arg for j in self.scatter[i]})
         if i in self.matvec:
             return self.matvec[i][0]
-        return _reads(st, self.shape, self.memo) if i in self.exprs else self._reads0[i]
+        return reads_of(st, self.shape, self.memo) if i in self.exprs else self._reads0[i]
 
     def _dead(self) -> None:
         """Statements nothing reads any more (a seed's reshape once its broadcast is folded)."""
@@ -562,19 +428,19 @@ class _Plan:
     def scalar_ok(self, name: str) -> bool:
         """Whether ``name`` may be a numpy scalar rather than a 0-d array: only elementwise-like code reads it."""
         rs = self.readers.get(name, [-1])
-        return all(r >= 0 and isinstance(self.kernel.body[r], _SCALAR_SAFE) for r in rs)
+        return all(r >= 0 and isinstance(self.kernel.body[r], SCALAR_SAFE) for r in rs)
 
     def temp(self, name: str, e: sp.Expr, printer: KernelPrinter) -> None:
         """A ``c`` temporary of a statement: its dtype and shape, for the expressions that read it."""
         self.dtype[name] = self.infer(e, printer) or ""
-        self.eshape[name] = _bshape([self.eshape[n] for n in _symbols(e, self.memo) if n in self.eshape]) or ()
+        self.eshape[name] = bshape([self.eshape[n] for n in symbols_of(e, self.memo) if n in self.eshape]) or ()
         if math.prod(self.eshape[name]) == 1:
             printer.scalars.add(name)
 
     def keeps_dtype(self, st: ir.Elementwise, e: sp.Expr) -> bool:
         """Whether numpy computes ``e`` in ``st``'s dtype and shape by itself."""
-        shapes = [self.eshape.get(n) for n in _symbols(e, self.memo)]
-        return (st.dtype in _FLOATS and None not in shapes and _bshape(shapes) == st.shape
+        shapes = [self.eshape.get(n) for n in symbols_of(e, self.memo)]
+        return (st.dtype in FLOATS and None not in shapes and bshape(shapes) == st.shape
                 and self.infer(e, self.ctx.printer) == st.dtype)
 
     def infer(self, e: sp.Expr, printer: KernelPrinter) -> str | None:
@@ -582,11 +448,11 @@ class _Plan:
         float dtype provably."""
         if e.is_Symbol:
             d = self.dtype.get(e.name)
-            return d if d in _FLOATS else None
+            return d if d in FLOATS else None
         if e.is_Number or e.is_NumberSymbol:
             return WEAK if e.is_real is not False or e is sp.nan or e is sp.zoo else None
-        arith = isinstance(e, _ARITH)
-        if not arith and not (isinstance(e, sp.Function) and _ufunc(e, printer) is not None):
+        arith = isinstance(e, ARITH)
+        if not arith and not (isinstance(e, sp.Function) and ufunc_of(e, printer) is not None):
             return None
         strong = None           # the one float dtype of the operands that are not Python literals
         for a in e.args:
@@ -606,7 +472,7 @@ class _Plan:
         body = self.kernel.body
         if isinstance(st, ir.Elementwise) and i not in self.scatter:
             shape = tuple(st.shape)
-            if (not _symbols(st.expr, self.memo) or len(shape) == 0 or math.prod(shape) < CHUNKED_MIN
+            if (not symbols_of(st.expr, self.memo) or len(shape) == 0 or math.prod(shape) < CHUNKED_MIN
                     or (g is not None and shape != g.shape)):
                 return None
             for n in self.reads[i]:
@@ -769,9 +635,8 @@ def _emit_group(plan: _Plan, g: _Group, ctx: _Context, lines: list[str]) -> None
             st = plan.stmt(i)
             lines.append(f"        # {comment(st.note)}" if st.note else "        #")
             if g.kind[i] == "ew":
-                lines += ["    " + line for line in _elementwise(st, ctx, f"{st.target}_c")]
-                if i in keep:
-                    lines.append(f"        {st.target}[lo:hi] = {st.target}_c")
+                own = _elementwise(st, ctx, f"{st.target}_c")
+                lines += ["    " + line for line in (_into_rows(own, st.target) if i in keep else own)]
             elif g.kind[i] == "sum":
                 lines.append(f"        {st.target} += numpy.add.reduce({st.arg}_c, axis=None)")
             else:
@@ -791,6 +656,41 @@ def _emit_group(plan: _Plan, g: _Group, ctx: _Context, lines: list[str]) -> None
                 lines.append(f"    {st.target} = numpy.reshape({st.target}, {tuple(st.shape)!r})")
     for i in g.post:
         _emit_stmt(plan, i, ctx, lines)
+
+
+_BINOPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide"}
+
+
+def _ufunc_form(code: str) -> tuple[str, list[str]] | None:
+    """The ufunc an expression's code calls last and the code of its operands (``a*b``: ``multiply``, ``a``,
+    ``b``), when it is an arithmetic operator, a negation or a call of a numpy ufunc; else None."""
+    try:
+        node = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return _BINOPS[type(node.op)], [ast.get_source_segment(code, a) for a in (node.left, node.right)]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return "negative", [ast.get_source_segment(code, node.operand)]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "numpy" and not node.keywords):
+        fn = getattr(numpy, node.func.attr, None)
+        if isinstance(fn, numpy.ufunc) and fn.nout == 1 and fn.nin == len(node.args) and not any(
+                isinstance(a, ast.Starred) for a in node.args):
+            return node.func.attr, [ast.get_source_segment(code, a) for a in node.args]
+    return None
+
+
+def _into_rows(lines: list[str], target: str) -> list[str]:
+    """A chunked pass's lines of a value kept in the full array ``target``: its last ufunc writes into the rows
+    ``target[lo:hi]`` (``out=``) instead of a temporary copied there. The value's code is numpy's own promotion
+    of its operands (``_value`` adds no cast), so the ufunc picks the same loop either way."""
+    prefix = f"    {target}_c = "
+    form = _ufunc_form(lines[-1][len(prefix):]) if lines[-1].startswith(prefix) else None
+    if form is None:
+        return [*lines, f"    {target}[lo:hi] = {target}_c"]
+    name, args = form
+    return [*lines[:-1], f"    {target}_c = {target}[lo:hi]", f"    numpy.{name}({', '.join(args)}, out={target}_c)"]
 
 
 def emit_numpy(kernel: ir.Kernel, torch_order: bool = False) -> str:

@@ -1,10 +1,34 @@
 """SymPy → numpy source: SymPy's NumPyPrinter with the few cases kernels print differently."""
 from __future__ import annotations
 
+import math
+
 import numpy
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import precedence
+
+
+def _power_of_two(c: sp.Basic) -> bool:
+    """Whether ``c`` is a number ``±2**k``: a product scaled by it rounds as the unscaled one (barring overflow)."""
+    if not c.is_Number or c.is_zero or not c.is_finite:
+        return False
+    if c.is_Rational:
+        p, q = abs(int(c.p)), int(c.q)
+        return p & (p - 1) == 0 and q & (q - 1) == 0
+    return math.frexp(float(c))[0] in (0.5, -0.5)
+
+
+def _split_exact(f: sp.Basic, head: list[sp.Basic]) -> sp.Basic:
+    """``f`` without its numeric factors ``±2**k`` (a product), which are appended to ``head``."""
+    if not f.is_Mul:
+        return f
+    exact = [a for a in f.args if _power_of_two(a)]
+    if not exact:
+        return f
+    rest = [a for a in f.args if not _power_of_two(a)]
+    head.extend(exact)
+    return sp.Mul(*rest, evaluate=False) if len(rest) > 1 else rest[0] if rest else sp.Integer(1)
 
 
 class KernelPrinter(NumPyPrinter):
@@ -44,8 +68,11 @@ class KernelPrinter(NumPyPrinter):
         # array is multiplied once by their product rather than once by each of them
         if self.scalars:
             head = [f for f in expr.args if self._one_element(f)]
-            if 2 <= len(head) < len(expr.args):
-                tail = [f for f in expr.args if not self._one_element(f)]
+            tail = [f for f in expr.args if not self._one_element(f)]
+            if head:
+                # a factor 2**k of an array factor joins them: (s*3)*(2*x) is (s*3*2)*x, the same bits
+                tail = [_split_exact(f, head) for f in tail]
+            if 2 <= len(head) and tail:
                 prec = precedence(expr)
                 h = sp.Mul(*head, evaluate=False)
                 t = sp.Mul(*tail, evaluate=False) if len(tail) > 1 else tail[0]

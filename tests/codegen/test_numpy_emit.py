@@ -313,6 +313,59 @@ def test_chunked_w1_reads_the_count_before_the_pass(chunked):
     assert value == pytest.approx(np.mean(3 * (x + 2) ** 2), rel=1e-14)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("c, joins", [(2, True), (-1, True), (sp.Rational(1, 4), True), (sp.Float(0.5), True),
+                                      (3, False), (sp.Rational(1, 3), False), (sp.Float(0.1), False)])
+def test_a_power_of_two_factor_joins_the_one_element_head(dtype, c, joins):
+    """``(s*3)*(c*x)`` scales ``x`` once when ``c`` is ``±2**k`` (``(s*3*c)*x``, the same bits), twice otherwise."""
+    n = 10
+    v0, t4, t5 = S["v0"], S["t4"], S["t5"]
+    body = (ir.Size("t4", "v0", (0,), (), dtype), ir.Elementwise("t5", 1 / t4, (), dtype),
+            ir.Elementwise("t8", sp.Mul(sp.Mul(t5, 3, evaluate=False), sp.Mul(c, v0, evaluate=False),
+                                        evaluate=False), (n,), dtype))
+    k = ir.Kernel("k", (ir.Param("v0", 0, (n,), dtype),), body, ("t8",))
+    line = next(ln for ln in code_lines(emit_numpy(k)) if ln.startswith("t8 = "))
+    assert line.endswith(")*v0") == joins, line
+    x = special(np.random.default_rng(3).standard_normal(n) * 1e30).astype(dtype)
+    (got,) = run(k, x)
+    s5 = np.asarray(1, dtype) / np.asarray(n, dtype)
+    with np.errstate(all="ignore"):
+        want = (s5 * 3) * (np.asarray(float(c), dtype) * x)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_ufunc_form_of_the_last_operation():
+    form = emit_mod._ufunc_form
+    assert form("(t5*3)*(2*t0)") == ("multiply", ["t5*3", "2*t0"])
+    assert form("a - b/c") == ("subtract", ["a", "b/c"])
+    assert form("-numpy.sin(x)") == ("negative", ["numpy.sin(x)"])
+    assert form("numpy.arctan2(a, b + 1)") == ("arctan2", ["a", "b + 1"])
+    for code in ("x**2", "numpy.where(a, b, c)", "numpy.asarray(x, dtype=numpy.float32)", "a < b", "x",
+                 "numpy.sin(*a)"):
+        assert form(code) is None, code
+
+
+def test_chunked_values_kept_whole_are_computed_into_their_rows(chunked):
+    """A value the pass keeps in a full array is written by its last ufunc (``out=``), not copied from a chunk;
+    a value whose code ends in a cast keeps the copy. Same values as the unchunked code."""
+    k = _w1_ir(100)
+    lines = code_lines(emit_numpy(k))
+    assert "t8_c = t8[lo:hi]" in lines and "numpy.multiply(2*(t5*3), t0_c, out=t8_c)" in lines, lines
+    assert "t8[lo:hi] = t8_c" not in lines
+    n = 100
+    v0 = S["v0"]
+    body = (ir.Elementwise("t0", v0 * 3, (n,), "float64"), ir.Elementwise("t1", v0 + 1, (n,), "float32"))
+    k2 = ir.Kernel("k", (ir.Param("v0", 0, (n,), "float64"),), body, ("t0", "t1"))
+    lines = code_lines(emit_numpy(k2))
+    assert "numpy.multiply(3, v0_c, out=t0_c)" in lines and "t1[lo:hi] = t1_c" in lines, lines
+    x = special(np.linspace(-3, 3, n))
+    t0, t1 = run(k2, x)
+    np.testing.assert_array_equal(t0, x * 3)
+    assert t1.dtype == np.float32
+    np.testing.assert_array_equal(t1, (x + 1).astype(np.float32))
+
+
 # ---------------------------------------------------------------------------- the public API, numpy tier
 
 @pytest.fixture
