@@ -5,6 +5,7 @@ It lives in the eager layer because tensors' ``register_hook`` returns one; ``sy
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable
 
 from ..core import dtypes
@@ -37,6 +38,16 @@ class RemovableHandle:
             d = ref()
             if d is not None:
                 d.pop(self.id, None)
+
+    def __getstate__(self) -> tuple:
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state: tuple) -> None:
+        # a dict gone before pickling gives a dead reference, as in torch
+        self.hooks_dict_ref = weakref.ref(OrderedDict() if state[0] is None else state[0])
+        self.id = state[1]
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
+        self.extra_dict_ref = () if len(state) < 3 or state[2] is None else tuple(weakref.ref(d) for d in state[2])
 
     def __enter__(self) -> RemovableHandle:
         return self

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core import dtypes as _dtypes
 from ..eager.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..eager.hooks import RemovableHandle
 from ..eager.tensor import Tensor
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
@@ -29,26 +30,6 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
-
-
-class RemovableHandle:
-    """What ``register_*_hook`` returns: ``remove()`` unregisters the hook."""
-
-    _next_id = 0
-
-    def __init__(self, hooks_dict: dict) -> None:
-        self._hooks = hooks_dict
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.remove()
 
 
 _global_optimizer_pre_hooks: OrderedDict[int, Callable] = OrderedDict()

@@ -1,6 +1,6 @@
-"""``torch.utils``: ``data`` (datasets, samplers, ``DataLoader``) and ``checkpoint``."""
+"""``torch.utils``: ``data`` (datasets, samplers, ``DataLoader``), ``checkpoint`` and ``hooks``."""
 from __future__ import annotations
 
-from . import checkpoint, data
+from . import checkpoint, data, hooks
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["checkpoint", "data", "hooks"]
