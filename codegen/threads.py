@@ -76,7 +76,7 @@ class Adaptive:
     """``fn`` (a parallel kernel) called on all threads or on one, by the recent timings (module docstring)."""
 
     __slots__ = ("fn", "get", "put", "clock", "samples", "choice", "calls", "every", "next", "last", "pending",
-                 "best", "looked")
+                 "best", "looked", "limit", "below")
 
     def __init__(self, fn: Callable[..., Any], controls: Controls,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -92,6 +92,11 @@ class Adaptive:
         self.pending = False    # a look at all threads goes on for one more call
         self.best = float("inf")  # the fastest all-thread call seen
         self.looked = False     # a look at one thread has been taken
+        # the median the chosen setting's must not pass (None: to compute from the other's samples), and whether
+        # it was below at the last check: a call no slower than the limit then keeps it below (of the window's
+        # samples, the ones under the limit stay a majority), so most calls sort no samples
+        self.limit: float | None = None
+        self.below = False
 
     def __call__(self, *args: Any) -> Any:
         full = self.get()
@@ -129,12 +134,22 @@ class Adaptive:
             self.best = dt
         if look:
             self.looked = self.looked or k == 1
+            self.limit = None
             self._decide()
-        elif self.samples[1 - k] and _median(s) > (MARGIN if k == 0 else 1.0) * _median(self.samples[1 - k]):
-            # the chosen setting got slower than the other was: switch now, and time the other afresh (its
-            # samples may be from a luckier moment)
-            self.samples[1 - k].clear()
-            self._switch(1 - k)
+            return r
+        limit = self.limit
+        if limit is None:
+            other = self.samples[1 - k]
+            limit = self.limit = (MARGIN if k == 0 else 1.0) * _median(other) if other else float("inf")
+            self.below = False
+        if dt > limit or not self.below:
+            if _median(s) > limit:
+                # the chosen setting got slower than the other was: switch now, and time the other afresh (its
+                # samples may be from a luckier moment)
+                self.samples[1 - k].clear()
+                self._switch(1 - k)
+            else:
+                self.below = True
         return r
 
     def _decide(self) -> None:
@@ -161,7 +176,7 @@ class Adaptive:
         self.next = self.calls + self.every
 
     def _switch(self, k: int) -> None:
-        self.choice, self.every = k, FIRST
+        self.choice, self.every, self.limit = k, FIRST, None
         self.next = self.calls + FIRST
 
     @property

@@ -1,6 +1,8 @@
 """codegen.threads: a parallel kernel on all threads or on one, by recent timings (fake clock and controls)."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from codegen import threads
@@ -159,3 +161,45 @@ def test_a_setting_only_a_little_faster_is_not_chosen():
     for _ in range(WINDOW * MAX_EVERY + 2):
         a(1.0)
     assert a.threads == "one"
+
+
+class _Checked(Adaptive):
+    """The rule without the shortcut: the chosen setting's median checked on every call."""
+
+    __slots__ = ()
+
+    def __call__(self, *args):
+        self.below = False
+        return super().__call__(*args)
+
+
+class _Noisy(Machine):
+    """Call times drawn per call: busy and idle spells, spikes, one thread sometimes the faster."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(cost={2: 0.0, 1: 0.0})
+        self.rng = random.Random(seed)
+        self.busy = False
+
+    def kernel(self, x: float) -> float:
+        if self.rng.random() < 0.05:
+            self.busy = not self.busy
+        base = {2: 0.1e-3, 1: 0.2e-3} if not self.busy else {2: 20e-3, 1: 1e-3}
+        spike = self.rng.choice([1.0] * 8 + [3.0, 12.0])
+        self.cost = {k: v * spike * self.rng.uniform(0.8, 1.25) for k, v in base.items()}
+        return super().kernel(x)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_shortcut_makes_the_choices_of_checking_every_call(seed):
+    """A call no slower than the limit skips the median (the samples under it stay a majority): the settings run
+    are those of the rule that checks the median on every call."""
+    runs = []
+    for cls in (Adaptive, _Checked):
+        m = _Noisy(seed)
+        a = cls(m.kernel, (m.get, m.put), clock=m.clock)
+        for _ in range(600):
+            a(1.0)
+        runs.append(m.ran_on)
+    assert runs[0] == runs[1]
+    assert 1 in runs[0] and 2 in runs[0]       # both settings were chosen at some point
