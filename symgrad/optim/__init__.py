@@ -10,7 +10,7 @@ tensor([ 0.8000, -1.6000], requires_grad=True)
 """
 from __future__ import annotations
 
-from . import lr_scheduler  # noqa: F401
+from . import lr_scheduler, swa_utils  # noqa: F401
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
@@ -26,5 +26,5 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "NAdam", "RAdam", "Adamax",
-           "Rprop", "ASGD", "LBFGS", "lr_scheduler",
+           "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
