@@ -33,7 +33,8 @@ from ..clip_grad import (  # noqa: F401
     vector_to_parameters,
 )
 from ..modules.module import Module
-from . import rnn  # noqa: F401  (torch.nn.utils.rnn)
+from . import parametrizations, parametrize, rnn  # noqa: F401  (torch.nn.utils.rnn, ...)
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
 
 __all__ = ["functional_call", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
