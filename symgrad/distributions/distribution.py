@@ -111,6 +111,24 @@ class Distribution:
     def sample_n(self, n: int) -> Any:
         return self.sample((n,))
 
+    def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
+        """torch's helper for ``expand``: a bare instance of ``type(self)`` (``_instance`` if given)."""
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(f"Subclass {type(self).__name__} of {cls.__name__} that defines a custom "
+                                      "__init__ method must also define a custom .expand() method.")
+        return type(self).__new__(type(self)) if _instance is None else _instance
+
+    def _expand_params(self, cls: type, batch_shape: Any, names: tuple[str, ...], _instance: Any = None) -> Any:
+        """``expand`` for a distribution whose parameters ``names`` all have its batch shape."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(tuple(batch_shape))
+        for name in names:
+            if name in self.__dict__:
+                new.__dict__[name] = self.__dict__[name].expand(*batch_shape)
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def perplexity(self) -> Any:
         return self.entropy().exp()
 
@@ -174,6 +192,9 @@ class LocScale(Distribution):
         self.loc, self.scale = broadcast_all(loc, scale)
         numbers = not isinstance(loc, TensorBase) and not isinstance(scale, TensorBase)
         super().__init__(Size(()) if numbers else self.loc.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
+        return self._expand_params(type(self), batch_shape, ("loc", "scale"), _instance)
 
     @property
     def mean(self) -> Any:

@@ -33,6 +33,9 @@ class Exponential(Distribution):
         super().__init__(Size(()) if not isinstance(rate, TensorBase) else self.rate.shape,
                          validate_args=validate_args)
 
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Exponential:
+        return self._expand_params(Exponential, batch_shape, ("rate",), _instance)
+
     @property
     def mean(self) -> Tensor:
         return self.rate.reciprocal()

@@ -74,6 +74,9 @@ class Uniform(Distribution):
     def _support(self) -> D.Constraint:
         return D.interval(self.low, self.high, half_open=False)
 
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Uniform:
+        return self._expand_params(Uniform, batch_shape, ("low", "high"), _instance)
+
     @property
     def mean(self) -> Tensor:
         return (self.high + self.low) / 2
@@ -145,6 +148,11 @@ class Bernoulli(Distribution):
         self.__dict__[name] = value
         return value
 
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Bernoulli:
+        new = self._expand_params(Bernoulli, batch_shape, ("probs", "logits"), _instance)
+        new._param = new.__dict__["probs" if self._param is self.__dict__.get("probs") else "logits"]
+        return new
+
     @property
     def mean(self) -> Tensor:
         return self.probs
@@ -213,6 +221,19 @@ class Categorical(Distribution):
 
     def _support(self) -> D.Constraint:
         return D.integer_interval(0, self._num_events - 1)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Categorical:
+        new = self._get_checked_instance(Categorical, _instance)
+        batch_shape = Size(tuple(batch_shape))
+        shape = (*batch_shape, self._num_events)
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                new.__dict__[name] = self.__dict__[name].expand(*shape)
+                new._param = new.__dict__[name]
+        new._num_events = self._num_events
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     @property
     def param_shape(self) -> Size:
