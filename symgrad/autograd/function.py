@@ -32,6 +32,7 @@ from ..compiler.tracing import TraceContext, Tracer
 from ..core import context as _trace
 from ..core.errors import TracingError
 from ..core.graph import Node
+from ..eager import saved_hooks as _saved_hooks
 from ..eager.autograd import FREED_MSG, PYTHON_NODES, PythonGradFn, modified_error, run_posthooks, run_prehooks
 from ..eager.base import is_traced, make_tensor
 from ..eager.formula import _number
@@ -116,6 +117,7 @@ class BackwardCFunction(PythonGradFn, FunctionCtx):
         self.dirty_tensors: tuple = ()
         self._freed = False
         self._saved: list[tuple] = []
+        self._packed: list | None = None  # per saved entry, (what the pack hook returned, unpack) or None
         self._inputs: tuple = ()          # the call's arguments
         self._positions: tuple[int, ...] = ()
         self._in_specs: list[tuple] = []  # (shape, dtype) per tensor argument
@@ -158,6 +160,8 @@ class BackwardCFunction(PythonGradFn, FunctionCtx):
             if t._version.v != e[-1]:
                 raise modified_error(t, e[-1], self.name() if kind == "output" else None)
             out.append(t)
+        if self._packed is not None:  # saved-tensor hooks: what the unpack hooks return
+            out = [t if p is None else _unpacked(p) for t, p in zip(out, self._packed)]
         return tuple(out)
 
     @property
@@ -513,6 +517,19 @@ def _keep_saved(ctx: BackwardCFunction, args: tuple, positions: tuple, outs: lis
             ctx._saved.append(("output", j, result[j]._version.v))
         else:
             ctx._saved.append(("other", t, t._version.v))
+    if _saved_hooks.STACK and ctx._saved and not any(is_traced(t) for t in ctx.to_save if t is not None):
+        pack, unpack = _saved_hooks.STACK[-1]
+        ctx._packed = [None if e[0] == "none" else
+                       (pack(args[e[1]] if e[0] == "input" else result[e[1]] if e[0] == "output" else e[1]), unpack)
+                       for e in ctx._saved]
+
+
+def _unpacked(p: tuple) -> Tensor:
+    t = p[1](p[0])
+    if not isinstance(t, Tensor):
+        raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                        f"{type(t).__name__}")
+    return t
 
 
 # ---------------------------------------------------------------------------- once_differentiable

@@ -27,6 +27,7 @@ from ..derive.reverse import backward_graph
 from ..kernels import stats as _stats
 from ..kernels.program import EAGER_JIT_AFTER, Program
 from ..ops import source as _src
+from . import saved_hooks as _saved_hooks
 from .anomaly_check import check_backward
 from .base import TensorBase, make_tensor
 from .create_graph import backward_create_graph
@@ -400,6 +401,8 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
         STATS["hits"] += 1
     _check_saved(order, prog)
     values = [n.value for n in order]
+    if _saved_hooks.PACKED:
+        _saved_hooks.unpack_into(order, pos, values, cut)
     with np.errstate(all="ignore"):
         outs = prog.program.run({"v": values, "s": list(seeds)})
     result: list[np.ndarray | None] = []
@@ -419,6 +422,8 @@ def run_graph(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[
     if not retain_graph:
         for i in prog.saving:
             order[i].freed = True
+        if _saved_hooks.PACKED:
+            _saved_hooks.drop([n for n in order if n.id not in cut])
     return result, order, prog
 
 

@@ -16,6 +16,7 @@ from ..ops import source as _src
 from ..ops.base import promotion_operands
 from ..ops.update import COPY_SLICES, WHOLE, index_put_op
 from . import anomaly
+from . import saved_hooks as _saved_hooks
 from .base import _CONST, _LEAF, _SCALAR, TensorBase, _py, is_traced, make_tensor
 from .grad_mode import is_grad_enabled
 
@@ -214,6 +215,8 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
         node.version = version.v
         node.saved = tuple(saved)  # SAVED_INPUTS[node]
         out._node = node
+        if _saved_hooks.STACK:
+            _saved_hooks.pack_node(node, inputs, out)
         if anomaly.is_anomaly_enabled():
             anomaly.note_forward(node)
         if is_view:
