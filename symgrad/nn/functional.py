@@ -221,6 +221,7 @@ from .feature_dropout import dropout1d, dropout2d, dropout3d, feature_dropout  #
 from .layers import *  # noqa: E402, F401, F403  (linear, dropout, normalize, ...: symgrad/nn/layers.py)
 from .losses import *  # noqa: E402, F401, F403  (mse_loss, cross_entropy, ...: symgrad/nn/losses.py)
 from .margin_losses import *  # noqa: E402, F401, F403  (margin / embedding / likelihood losses, pairwise_distance)
+from .modules.embedding_bag import embedding_bag  # noqa: E402, F401
 from .modules.sparse import embedding  # noqa: E402, F401
 from .multi_losses import multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss  # noqa: E402, F401
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm  # noqa: E402, F401

@@ -94,3 +94,6 @@ from .lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear  # noqa: E402
 __all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear", "LazyConv1d", "LazyConv2d",
             "LazyConv3d", "MultiMarginLoss",
             "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss"]
+from .embedding_bag import EmbeddingBag  # noqa: E402
+
+__all__ += ["EmbeddingBag"]
