@@ -216,6 +216,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
 
 from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402, F401
 from .conv_ops import *  # noqa: E402, F401, F403  (conv1d/2d/3d, conv_transpose*, unfold, fold: nn/conv_ops.py)
+from .ctc import ctc_loss  # noqa: E402, F401
 from .divergence import kl_div  # noqa: E402, F401
 from .feature_dropout import dropout1d, dropout2d, dropout3d, feature_dropout  # noqa: E402, F401
 from .layers import *  # noqa: E402, F401, F403  (linear, dropout, normalize, ...: symgrad/nn/layers.py)

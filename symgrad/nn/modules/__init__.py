@@ -94,6 +94,7 @@ from .lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear  # noqa: E402
 __all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear", "LazyConv1d", "LazyConv2d",
             "LazyConv3d", "MultiMarginLoss",
             "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss"]
+from .ctc import CTCLoss  # noqa: E402
 from .embedding_bag import EmbeddingBag  # noqa: E402
 
-__all__ += ["EmbeddingBag"]
+__all__ += ["EmbeddingBag", "CTCLoss"]
