@@ -63,9 +63,16 @@ def test_reparameterisation_gradients_match_torchs_kernels(dt):
     c = torch.tensor([[0.3, 1.0, 2.5], [0.05, 7.0, 30.0], [8.0, 9.0, 10.0]] * 4, dtype=dt_t(dt))
     xs = torch._sample_dirichlet(c)
     tot = c.sum(-1, True).expand_as(c)
-    ours = rng_dist.dirichlet_grad(xs.numpy(), c.numpy(), tot.numpy())
-    # float64 bit for bit; float32 within an ulp (torch's float digamma runs logf / float divisions)
-    _same(ours, torch._dirichlet_grad(xs, c, tot), 0.0 if dt == np.float64 else 1e-6)
+    _same(rng_dist.dirichlet_grad(xs.numpy(), c.numpy(), tot.numpy()), torch._dirichlet_grad(xs, c, tot))
+    # concentrations from 1e-3 to 1e3: every branch, including the ones that give NaN (0/0) in torch
+    torch.manual_seed(1)
+    c = ((torch.rand(300, 3, dtype=torch.float64) * 14 - 7).exp()).to(dt_t(dt))
+    xs = torch._sample_dirichlet(c)
+    tot = c.sum(-1, True).expand_as(c)
+    _same(rng_dist.dirichlet_grad(xs.numpy(), c.numpy(), tot.numpy()), torch._dirichlet_grad(xs, c, tot))
+    al = c.reshape(-1)
+    x = torch._standard_gamma(al)
+    _same(rng_dist.standard_gamma_grad(al.numpy(), x.numpy()), torch._standard_gamma_grad(al, x))
 
 
 def dt_t(dt):

@@ -260,6 +260,49 @@ _PSI_A = (8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.5757575757575
           8.33333333333333333333E-2)
 
 
+@functools.lru_cache(maxsize=1)
+def _libm_f():  # noqa: ANN202 - the ctypes library
+    lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    for name, n in (("logf", 1), ("tanf", 1), ("powf", 2)):
+        f = getattr(lib, name)
+        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float] * n
+    return lib
+
+
+def _digamma_f(x: float) -> float:
+    """``digamma_one<float, double>``: ``x`` stays a float (``1 / x``, ``x += 1``, ``logf``), sums in double."""
+    lib = _libm_f()
+    x = _f(x)
+    if x == 0:
+        return math.inf
+    extra = 0.0
+    if x < 0:
+        if x == math.floor(x):
+            return math.inf
+        pi_f = _f(math.pi)
+        extra = -pi_f / _f(lib.tanf(_f(pi_f * x)))
+        extra = _f(extra)
+        x = _f(1 - x)
+    result = 0.0
+    while x < 10:
+        result -= _f(1 / x)
+        x = _f(x + 1)
+    if x == 10:
+        return _f(result + _PSI_10 + extra)
+    y = 0.0
+    if x < _f(1.0e17):
+        z = 1.0 / _f(x * x)
+        p = 0.0
+        for a in _PSI_A:
+            p = p * z + a
+        y = z * p
+    return _f(result + _f(lib.logf(x)) - _f(0.5 / x) - y + extra)
+
+
+def _digamma(x: float, single: bool) -> float:
+    return _digamma_f(x) if single else _digamma_one(x)
+
+
 def _digamma_one(x: float) -> float:
     """``digamma_one<double, double>`` (Cephes)."""
     if x == 0:
@@ -340,10 +383,34 @@ def _gamma_grad_one(alpha: float, x: float) -> float:
     return math.exp(p / q)
 
 
+class _NumpyMath:
+    """``math``'s names over numpy scalars: C's IEEE results (inf, NaN) where ``math`` raises."""
+
+    pi, inf, nan = math.pi, math.inf, math.nan
+    log, exp, sqrt, floor, tan, pow = np.log, np.exp, np.sqrt, np.floor, np.tan, np.power
+
+
+def _ieee(fn, *args: float) -> float:  # noqa: ANN001
+    """``fn(*args)``; where Python raises (a division by zero, ``log(0)``, an overflow), the same code again on
+    numpy float64 scalars, which return C's inf / NaN as torch's kernel does."""
+    try:
+        return fn(*args)
+    except (ArithmeticError, ValueError):
+        g = globals()
+        saved = g["math"]
+        g["math"] = _NumpyMath
+        try:
+            with np.errstate(all="ignore"):
+                return float(fn(*(np.float64(a) for a in args)))
+        finally:
+            g["math"] = saved
+
+
 def standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``torch._standard_gamma_grad(alpha, x)`` (CPU, double accumulation, cast to the dtype)."""
     alpha, x = np.broadcast_arrays(np.asarray(alpha), np.asarray(x))
-    vals = [_gamma_grad_one(a, v) for a, v in zip(alpha.reshape(-1).tolist(), x.reshape(-1).tolist())]
+    with np.errstate(all="ignore"):
+        vals = [_ieee(_gamma_grad_one, a, v) for a, v in zip(alpha.reshape(-1).tolist(), x.reshape(-1).tolist())]
     return np.array(vals, np.float64).astype(alpha.dtype).reshape(alpha.shape)
 
 
@@ -368,15 +435,17 @@ _DIRICHLET_C = (
       (-0.0003477407336, 6.959756487e-05, 1.097287507e-05, -1.650964693e-06))))
 
 
-class _Scalar:
-    """``scalar_t`` arithmetic: float32 rounding after each operation when ``single``."""
+def _float_ops(single: bool) -> tuple:
+    """``scalar_t`` rounding, ``log`` and ``pow``: float32 results (``logf``, ``powf``) when ``single``."""
+    if not single:
+        return float, math.log, _pow
+    lib = _libm_f()
+    return _f, (lambda v: _f(lib.logf(v))), (lambda a, b: _f(lib.powf(a, b)))
 
-    def __init__(self, single: bool) -> None:
-        self.r = _f if single else float
 
-
-def _beta_grad_alpha_small(x: float, alpha: float, beta: float, r) -> float:  # noqa: ANN001
-    factor = r(r(_digamma_one(alpha) - _digamma_one(r(alpha + beta))) - r(math.log(x)))
+def _beta_grad_alpha_small(x: float, alpha: float, beta: float, single: bool) -> float:
+    r, log, pw = _float_ops(single)
+    factor = r(r(_digamma(alpha, single) - _digamma(r(alpha + beta), single)) - log(x))
     numer = 1.0
     series = r(r(numer / alpha) * r(factor + r(1 / alpha)))
     for i in range(1, 11):
@@ -384,12 +453,13 @@ def _beta_grad_alpha_small(x: float, alpha: float, beta: float, r) -> float:  # 
         numer = r(numer * r(r(r(ci - beta) * x) / ci))
         denom = r(alpha + ci)
         series = r(series + r(r(numer / denom) * r(factor + r(1 / denom))))
-    result = r(r(x * r(_pow(r(1 - x), -beta))) * series)
+    result = r(r(x * pw(r(1 - x), -beta)) * series)
     return 0.0 if result != result else result
 
 
-def _beta_grad_beta_small(x: float, alpha: float, beta: float, r) -> float:  # noqa: ANN001
-    factor = r(_digamma_one(r(alpha + beta)) - _digamma_one(beta))
+def _beta_grad_beta_small(x: float, alpha: float, beta: float, single: bool) -> float:
+    r, _, pw = _float_ops(single)
+    factor = r(_digamma(r(alpha + beta), single) - _digamma(beta, single))
     numer, betas, dbetas, series = 1.0, 1.0, 0.0, r(factor / alpha)
     for i in range(1, 9):
         ci = float(i)
@@ -397,7 +467,7 @@ def _beta_grad_beta_small(x: float, alpha: float, beta: float, r) -> float:  # n
         dbetas = r(r(dbetas * r(beta - ci)) + betas)
         betas = r(betas * r(beta - ci))
         series = r(series + r(r(numer / r(alpha + ci)) * r(dbetas + r(factor * betas))))
-    result = r(-r(_pow(r(1 - x), r(1 - beta))) * series)
+    result = r(-pw(r(1 - x), r(1 - beta)) * series)
     return 0.0 if result != result else result
 
 
@@ -433,9 +503,9 @@ def _dirichlet_grad_one(x: float, alpha: float, total: float, single: bool) -> f
     beta = r(total - alpha)
     boundary = r(r(total * x) * r(1 - x))
     if x <= 0.5 and boundary < 2.5:
-        return _beta_grad_alpha_small(x, alpha, beta, r)
+        return _beta_grad_alpha_small(x, alpha, beta, single)
     if x >= 0.5 and boundary < 0.75:
-        return -_beta_grad_beta_small(r(1 - x), beta, alpha, r)
+        return -_beta_grad_beta_small(r(1 - x), beta, alpha, single)
     beta_ = total - alpha
     if alpha > 6 and beta > 6:
         return _beta_grad_alpha_mid(x, alpha, beta_)
@@ -451,7 +521,7 @@ def _dirichlet_grad_one(x: float, alpha: float, total: float, single: bool) -> f
             k0, k1 = c0[i][j], c1[i][j]
             p += ua * (k0[0] + b * (k0[1] + b * (k0[2] + b * k0[3])))
             q += ua * (k1[0] + b * (k1[1] + b * (k1[2] + b * k1[3])))
-    approx = x * (_digamma_one(total) - _digamma_one(alpha)) / beta_
+    approx = x * r(_digamma(total, single) - _digamma(alpha, single)) / beta_
     return p / q * approx
 
 
@@ -459,6 +529,7 @@ def dirichlet_grad(x: np.ndarray, alpha: np.ndarray, total: np.ndarray) -> np.nd
     """``torch._dirichlet_grad(x, alpha, total)`` on CPU."""
     x, alpha, total = np.broadcast_arrays(np.asarray(x), np.asarray(alpha), np.asarray(total))
     single = x.dtype == np.float32
-    vals = [_dirichlet_grad_one(a, b, c, single)
-            for a, b, c in zip(x.reshape(-1).tolist(), alpha.reshape(-1).tolist(), total.reshape(-1).tolist())]
+    with np.errstate(all="ignore"):
+        vals = [_ieee(_dirichlet_grad_one, a, b, c, single)
+                for a, b, c in zip(x.reshape(-1).tolist(), alpha.reshape(-1).tolist(), total.reshape(-1).tolist())]
     return np.array(vals, np.float64).astype(x.dtype).reshape(x.shape)
