@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+import pytest
 import torch
+from conftest import assert_close
 
 import symgrad as sg
 
@@ -178,3 +181,47 @@ def test_parametrize_matches_torch():
 
 def test_weight_norm_and_spectral_norm_match_torch():
     assert _norms_scenario(sg) == _norms_scenario(torch)
+
+
+def _orthogonal_run(lib, shape, omap, trivial=True):
+    lib.manual_seed(3)
+    lin = lib.nn.Linear(shape[1], shape[0], bias=False)
+    lib.nn.utils.parametrizations.orthogonal(lin, orthogonal_map=omap, use_trivialization=trivial)
+    meta = (lin.parametrizations.weight[0].orthogonal_map.name, list(lin.state_dict()), lin.weight.grad_fn.name())
+    values = [lin.weight.detach().numpy().copy()]
+    opt = lib.optim.SGD(lin.parameters(), lr=0.1)
+    x = lib.randn(2, shape[1])
+    for _ in range(2):
+        opt.zero_grad()
+        loss = lin(x).pow(3).sum()
+        loss.backward()
+        opt.step()
+        values.append(loss.item())
+    w = lin.weight.detach().numpy()
+    values.append(w)
+    gram = w @ w.T if shape[0] <= shape[1] else w.T @ w
+    return meta, values, gram
+
+
+@pytest.mark.parametrize("shape,omap,trivial", [((4, 4), None, True), ((3, 5), None, True), ((5, 3), None, True),
+                                                ((4, 4), "cayley", True), ((5, 3), "matrix_exp", True),
+                                                ((3, 3), "householder", False)])
+def test_orthogonal_matches_torch(shape, omap, trivial):
+    (meta_s, vals_s, gram), (meta_t, vals_t, _) = (_orthogonal_run(lib, shape, omap, trivial) for lib in (sg, torch))
+    assert meta_s == meta_t
+    for a, b in zip(vals_s, vals_t):
+        assert_close(a, b, atol=1e-4)
+    if trivial:  # stays orthogonal while training
+        assert_close(gram, np.eye(min(shape), dtype=np.float32), atol=1e-5)
+
+
+def test_orthogonal_errors_match_torch():
+    msgs = {}
+    for lib in (sg, torch):
+        got = []
+        for kwargs in ({"orthogonal_map": "qr"}, {"name": "bias"}):
+            with pytest.raises(ValueError) as e:
+                lib.nn.utils.parametrizations.orthogonal(lib.nn.Linear(3, 3), **kwargs)
+            got.append(str(e.value))
+        msgs[lib] = got
+    assert msgs[sg] == msgs[torch]
