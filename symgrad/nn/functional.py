@@ -218,6 +218,15 @@ from .attention import multi_head_attention_forward, scaled_dot_product_attentio
 from .conv_ops import *  # noqa: E402, F401, F403  (conv1d/2d/3d, conv_transpose*, unfold, fold: nn/conv_ops.py)
 from .ctc import ctc_loss  # noqa: E402, F401
 from .divergence import kl_div  # noqa: E402, F401
+from .extra_ops import (  # noqa: E402, F401
+    alpha_dropout,
+    channel_shuffle,
+    feature_alpha_dropout,
+    gumbel_softmax,
+    local_response_norm,
+    pdist,
+    triplet_margin_with_distance_loss,
+)
 from .feature_dropout import dropout1d, dropout2d, dropout3d, feature_dropout  # noqa: E402, F401
 from .layers import *  # noqa: E402, F401, F403  (linear, dropout, normalize, ...: symgrad/nn/layers.py)
 from .losses import *  # noqa: E402, F401, F403  (mse_loss, cross_entropy, ...: symgrad/nn/losses.py)

@@ -98,3 +98,7 @@ from .ctc import CTCLoss  # noqa: E402
 from .embedding_bag import EmbeddingBag  # noqa: E402
 
 __all__ += ["EmbeddingBag", "CTCLoss"]
+from .extra import *  # noqa: E402, F403  (LocalResponseNorm, AlphaDropout, ChannelShuffle, LazyBatchNorm*d, ...)
+from .extra import __all__ as _extra_all  # noqa: E402
+
+__all__ += _extra_all
