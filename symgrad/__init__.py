@@ -738,6 +738,16 @@ try:
     from . import testing  # noqa: E402  (torch.testing)
 
     __all__ += [*_toplevel_ops_all, "testing"]
+    from .distributions.sampling import (  # noqa: E402  (torch's top-level samplers and their gradients)
+        _dirichlet_grad,
+        _sample_dirichlet,
+        _standard_gamma,
+        _standard_gamma_grad,
+        binomial,
+        poisson,
+    )
+
+    __all__ += ["binomial", "poisson"]
 finally:
     if _GC_PAUSED:
         _gc.enable()

@@ -54,6 +54,23 @@ def test_samplers_draw_torchs_numbers_and_leave_the_stream_where_torch_does(dt, 
         _same(a, b)
 
 
+def test_top_level_samplers_are_torchs():
+    """``torch.poisson`` / ``binomial`` / ``_standard_gamma`` / ``_sample_dirichlet`` and the gradients at the top level."""
+    lam, alpha = [0.5, 4.0, 30.0], [[0.3, 2.0], [5.0, 1.0]]
+    torch.manual_seed(3)
+    want = [torch.poisson(torch.tensor(lam)), torch.binomial(torch.tensor([10.0, 3.0]), torch.tensor([0.4, 0.9])),
+            torch._standard_gamma(torch.tensor(alpha)), torch._sample_dirichlet(torch.tensor(alpha))]
+    sg.manual_seed(3)
+    got = [sg.poisson(sg.tensor(lam)), sg.binomial(sg.tensor([10.0, 3.0]), sg.tensor([0.4, 0.9])),
+           sg._standard_gamma(sg.tensor(alpha)), sg._sample_dirichlet(sg.tensor(alpha))]
+    for a, b in zip(got, want):
+        _same(a, b)
+    x = torch.tensor([0.7, 2.2])
+    _same(sg._standard_gamma_grad(sg.tensor([0.5, 3.0]), sg.tensor(x.numpy())),
+          torch._standard_gamma_grad(torch.tensor([0.5, 3.0]), x))
+    assert "poisson" in sg.__all__ and "binomial" in sg.__all__
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_reparameterisation_gradients_match_torchs_kernels(dt):
     torch.manual_seed(0)
