@@ -55,7 +55,7 @@ def test_samplers_draw_torchs_numbers_and_leave_the_stream_where_torch_does(dt, 
 
 
 def test_top_level_samplers_are_torchs():
-    """``torch.poisson`` / ``binomial`` / ``_standard_gamma`` / ``_sample_dirichlet`` and the gradients at the top level."""
+    """``torch.poisson`` / ``binomial`` / ``_standard_gamma`` / ``_sample_dirichlet`` and gradients at the top level."""
     lam, alpha = [0.5, 4.0, 30.0], [[0.3, 2.0], [5.0, 1.0]]
     torch.manual_seed(3)
     want = [torch.poisson(torch.tensor(lam)), torch.binomial(torch.tensor([10.0, 3.0]), torch.tensor([0.4, 0.9])),
