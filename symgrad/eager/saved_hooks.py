@@ -10,19 +10,21 @@ inner nodes of a composite such as ``linear``) pack by their own names.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 from ..core.graph import Node
 from .base import TensorBase
 
-__all__ = ["STACK", "DISABLED", "PACKED", "SAVES", "pack_node", "unpack_into", "drop"]
+__all__ = ["STACK", "DISABLED", "PACKED", "SAVES", "pack_node", "pack_tensors", "suspended", "unpack_into", "drop"]
 
 #: installed (pack, unpack) pairs, innermost last
 STACK: list[tuple[Callable, Callable]] = []
 #: error messages of ``disable_saved_tensors_hooks`` blocks, innermost last
 DISABLED: list[str] = []
-#: node -> [(input index, or -1 for its result; what pack returned; the unpack hook)]
-PACKED: weakref.WeakKeyDictionary[Node, list[tuple[int, Any, Callable]]] = weakref.WeakKeyDictionary()
+#: node -> [(input index, -1 for its result, or the graph node whose value it stands for (None: none); what pack
+#: returned; the unpack hook)]
+PACKED: weakref.WeakKeyDictionary[Node, list[tuple[Any, Any, Callable]]] = weakref.WeakKeyDictionary()
 
 R = -1  # the node's result
 ANY = None  # saved whenever the node is recorded
@@ -75,18 +77,44 @@ def pack_node(node: Node, inputs: Sequence[Any], out: Any) -> None:
     if not spec:
         return
     pack, unpack = STACK[-1]
-    packed: list[tuple[int, Any, Callable]] = []
+    packed: list[tuple[Any, Any, Callable]] = []
     for src, cond in spec:
         t = out if src == R else inputs[src] if src < len(inputs) else None
         if not isinstance(t, TensorBase) or (cond is not None and not (cond < len(inputs) and _needs(inputs[cond]))):
             continue
-        version = t._version.v
-        p = pack(t)
-        if t._version.v != version:
-            raise RuntimeError(_INPLACE_MSG)
-        packed.append((src, p, unpack))
+        packed.append((src, _pack(pack, t), unpack))
     if packed:
         PACKED[node] = packed
+
+
+def _pack(pack: Callable, t: Any) -> Any:
+    version = t._version.v
+    p = pack(t)
+    if t._version.v != version:
+        raise RuntimeError(_INPLACE_MSG)
+    return p
+
+
+def pack_tensors(node: Node | None, saves: Sequence[tuple[Any, Node | None, bool]]) -> None:
+    """Pack what a composite saves as torch's single node does (``linear``'s ``AddmmBackward0``: input, then
+    ``weight.T``): ``saves`` holds (tensor, the graph node whose value it is, whether torch saves it)."""
+    if not STACK or node is None:
+        return
+    pack, unpack = STACK[-1]
+    packed = [(target, _pack(pack, t), unpack) for t, target, cond in saves if cond and isinstance(t, TensorBase)]
+    if packed:
+        PACKED[node] = packed
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """No packing inside (the ops of a composite that packs as one node)."""
+    saved = STACK[:]
+    STACK.clear()
+    try:
+        yield
+    finally:
+        STACK[:] = saved
 
 
 def unpack_into(order: Sequence[Node], pos: dict[int, int], values: list, skip: Any = ()) -> None:
@@ -99,8 +127,8 @@ def unpack_into(order: Sequence[Node], pos: dict[int, int], values: list, skip: 
             if not isinstance(t, TensorBase):
                 raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                                 f"{type(t).__name__}")
-            target = node if src == R else node.inputs[src]
-            i = pos.get(target.id)
+            target = src if not isinstance(src, int) else node if src == R else node.inputs[src]
+            i = None if target is None else pos.get(target.id)
             if i is not None and tuple(t.shape) == tuple(target.shape):
                 values[i] = t._data
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..eager import basic, functional
 from ..eager import random as _random
+from ..eager import saved_hooks as _saved_hooks
 from ..eager.composite import _fused, _named
 from ..eager.tensor import Tensor
 from ..ops import A
@@ -34,6 +35,8 @@ def _need(name: str, arg: str, x: Any) -> None:
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
     """``input @ weight.T + bias``."""
     _need("linear", "input", input)
+    if _saved_hooks.STACK and bias is not None and input.ndim == 2:
+        return _linear_packed(input, weight, bias)
     out = input @ weight.T
     if bias is None:
         return out
@@ -41,6 +44,18 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if out.is_floating_point() and isinstance(bias, Tensor) and bias.is_floating_point():
         return _fused(_add(), out, bias, fn=fn)  # one recorded node: the sum, under torch's name
     return _named(out + bias, fn)
+
+
+def _linear_packed(input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:  # noqa: A002
+    """``linear`` under saved-tensor hooks: packs as torch's ``AddmmBackward0`` does (``input`` when the weight
+    needs a gradient, then ``weight.T`` when the input does), not as its inner product would."""
+    with _saved_hooks.suspended():
+        y = linear(input, weight, bias)
+    node = y._node
+    if node is not None and len(node.inputs) == 2 and len(node.inputs[0].inputs) == 2:
+        mat1, mat2 = node.inputs[0].inputs
+        _saved_hooks.pack_tensors(node, ((input, mat1, weight.requires_grad), (weight.T, mat2, input.requires_grad)))
+    return y
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002

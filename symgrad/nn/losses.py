@@ -17,6 +17,7 @@ import sympy as sp
 
 from ..compiler.tracing import Tracer
 from ..core import dtypes
+from ..eager import saved_hooks as _saved_hooks
 from ..eager.basic import _cast, tensor_like
 from ..eager.composite import _fused, _named
 from ..eager.record import _apply
@@ -87,8 +88,22 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     reduction = _legacy(size_average, reduce, reduction)
     _check_reduction(reduction)
     input, target = _pair(input, target)
+    if _saved_hooks.STACK and weight is None:
+        return _mse_packed(input, target, reduction)
     loss = _fused(_squared_error(), input, target, fn="MseLossBackward0" if weight is None else "")
     return _weighted(loss, weight, reduction, "MseLossBackward0", True)
+
+
+def _mse_packed(input: Tensor, target: Tensor, reduction: str) -> Tensor:  # noqa: A002
+    """``mse_loss`` under saved-tensor hooks: packs ``input`` and ``target`` as torch's one ``MseLossBackward0``
+    node does, none of its inner nodes' tensors."""
+    with _saved_hooks.suspended():
+        loss = _fused(_squared_error(), input, target, fn="MseLossBackward0")
+        out = _weighted(loss, None, reduction, "MseLossBackward0", True)
+    if loss._node is not None and len(loss._node.inputs) == 2:
+        x, y = loss._node.inputs
+        _saved_hooks.pack_tensors(out._node, ((input, x, True), (target, y, True)))
+    return out
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002

@@ -83,6 +83,21 @@ def _scenario(torch):
                 pass
         except RuntimeError as e:
             p(e)
+    # a small network: linear packs as torch's AddmmBackward0, mse_loss as its MseLossBackward0
+    m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    xs = torch.randn(5, 3)
+    for target in (torch.zeros(5, 1), torch.zeros(5, 1).requires_grad_()):
+        log.clear()
+        with G.saved_tensors_hooks(pack, unpack):
+            loss = torch.nn.functional.mse_loss(m(xs), target)
+        n_pack = len(log)
+        loss.backward()
+        p(log[:n_pack], log[n_pack:])
+    m.zero_grad()
+    with G.saved_tensors_hooks(lambda t: t.half(), lambda t: t.float()):
+        loss = torch.nn.functional.mse_loss(m(xs), torch.ones(5, 1), reduction="sum")
+    loss.backward()
+    p(m[0].weight.grad, m[2].bias.grad)
     return out
 
 
