@@ -11,10 +11,13 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core import rng
-from ..eager import basic
+from ..eager import basic, functional
 from ..eager import random as _random
 from ..eager.composite import _named
 from ..eager.tensor import Tensor
+from .layers import pad
+from .margin_losses import pairwise_distance
+from .pooling_ops import avg_pool2d, avg_pool3d
 
 __all__ = ["local_response_norm", "alpha_dropout", "feature_alpha_dropout", "channel_shuffle",
            "triplet_margin_with_distance_loss", "gumbel_softmax", "pdist"]
@@ -26,8 +29,6 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
                         k: float = 1.0) -> Tensor:
     """``input / (k + alpha * mean of input**2 over size neighbouring channels) ** beta``: torch's padding and
     average pooling over the channel dim."""
-    from . import functional as F  # deferred: functional imports this module
-
     dim = input.dim()
     if dim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
@@ -36,13 +37,13 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     div = input.mul(input)
     if dim == 3:
         div = div.unsqueeze(1)
-        div = F.pad(div, (0, 0, size // 2, (size - 1) // 2))
-        div = F.avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
     else:
         sizes = input.size()
         div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
-        div = F.pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
-        div = F.avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
         div = div.view(sizes)
     div = div.mul(alpha).add(k).pow(beta)
     return input / div
@@ -103,15 +104,13 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
                                       margin: float = 1.0, swap: bool = False, reduction: str = "mean") -> Tensor:
     """``max(margin + d(anchor, positive) - d(anchor, negative), 0)`` with any distance (``pairwise_distance`` by
     default); ``swap`` takes the smaller of ``d(a, n)`` and ``d(p, n)``."""
-    from . import functional as F  # deferred: functional imports this module
-
     if margin <= 0:
         raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} instead")
     a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
     if not (a_dim == p_dim and p_dim == n_dim):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
-    dist = distance_function if distance_function is not None else F.pairwise_distance
+    dist = distance_function if distance_function is not None else pairwise_distance
     dist_pos = dist(anchor, positive)
     dist_neg = dist(anchor, negative)
     if swap:
@@ -130,14 +129,12 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     ``hard`` returns the one-hot argmax with the soft sample's gradient (straight-through)."""
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    from ..eager import functional as E  # deferred: keeps this module's imports to the eager basics
-
-    gumbels = -E.empty_like(logits).exponential_().log()
+    gumbels = -functional.empty_like(logits).exponential_().log()
     gumbels = (logits + gumbels) / tau
     y_soft = gumbels.softmax(dim)
     if hard:
         index = y_soft.max(dim, keepdim=True)[1]
-        y_hard = E.zeros_like(logits).scatter_(dim, index, 1.0)
+        y_hard = functional.zeros_like(logits).scatter_(dim, index, 1.0)
         return y_hard - y_soft.detach() + y_soft
     return y_soft
 
