@@ -440,3 +440,23 @@ def test_integers_mixed_with_arrays_place_dims_as_torch(expr: str):
              {"z": z, "torch": lib, "r": r})
         return r.detach(), x.grad, z, r.is_contiguous()
     same(f)
+
+
+def test_conjugate_transposes_H_and_mH_match_torch():
+    got = {}
+    for lib in (torch, sg):
+        lib.manual_seed(0)
+        m = lib.randn(2, 3, requires_grad=True)
+        b = lib.randn(2, 3, 4, requires_grad=True)
+        res = [m.H, b.mH, m.mH]
+        (res[0].sum() * 2 + res[1].pow(2).sum()).backward()
+        errs = []
+        for t, attr in ((lib.ones(3), "H"), (b, "H"), (lib.ones(3), "mH")):
+            with pytest.raises(RuntimeError) as e:
+                getattr(t, attr)
+            errs.append(str(e.value))
+        got[lib] = ([r.detach().numpy() for r in res] + [m.grad.numpy(), b.grad.numpy()],
+                    [r.grad_fn.name() for r in res], errs)
+    for a, c in zip(got[sg][0], got[torch][0]):
+        assert_close(a, c)
+    assert got[sg][1:] == got[torch][1:]

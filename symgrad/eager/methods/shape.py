@@ -116,6 +116,22 @@ class ShapeMethods:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
         return self.transpose(-2, -1)
 
+    @property
+    def H(self) -> Tensor:  # noqa: N802
+        """The conjugate transpose of a matrix (symgrad's dtypes are real: its transpose)."""
+        if self.ndim != 2:
+            raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.ndim}-D tensor." + (" For batches of matrices, consider using tensor.mH"
+                                                          if self.ndim > 2 else ""))
+        return self.transpose(0, 1)
+
+    @property
+    def mH(self) -> Tensor:  # noqa: N802
+        """The conjugate transpose of the last two dims (symgrad's dtypes are real: ``mT``)."""
+        if self.ndim < 2:
+            raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        return self.transpose(-2, -1)
+
     def expand(self, *sizes: Any) -> Tensor:
         sizes = _shape_args(sizes)
         if len(sizes) < self.ndim:
