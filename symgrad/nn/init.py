@@ -20,8 +20,8 @@ from ..eager.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
-           "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform",
-           "kaiming_normal", "orthogonal"]
+           "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
 
 
 # ---------------------------------------------------------------------------- the two draws
@@ -271,6 +271,23 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
     return tensor
 
 
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
+    """N(0, std**2) draws, then in each column ``ceil(sparsity * rows)`` entries zeroed at the first rows of a
+    ``randperm`` (drawn from the default generator, as torch's)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    _normal(tensor, 0, std, generator)
+    values = tensor._data.copy()
+    for col_idx in range(cols):
+        zero_indices = _random.randperm(rows)._data[:num_zeros]
+        values[zero_indices, col_idx] = 0
+    with no_grad():
+        _write(tensor, values)
+    return tensor
+
+
 def _make_deprecate(meth: Callable[..., Tensor]) -> Callable[..., Tensor]:
     new_name = meth.__name__
     old_name = new_name[:-1]
@@ -295,3 +312,4 @@ xavier_normal = _make_deprecate(xavier_normal_)
 kaiming_uniform = _make_deprecate(kaiming_uniform_)
 kaiming_normal = _make_deprecate(kaiming_normal_)
 orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
