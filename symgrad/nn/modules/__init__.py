@@ -94,10 +94,11 @@ from .lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear  # noqa: E402
 __all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyLinear", "LazyConv1d", "LazyConv2d",
             "LazyConv3d", "MultiMarginLoss",
             "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss"]
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
 from .ctc import CTCLoss  # noqa: E402
 from .embedding_bag import EmbeddingBag  # noqa: E402
 
-__all__ += ["EmbeddingBag", "CTCLoss"]
+__all__ += ["EmbeddingBag", "CTCLoss", "AdaptiveLogSoftmaxWithLoss"]
 from .extra import *  # noqa: E402, F403  (LocalResponseNorm, AlphaDropout, ChannelShuffle, LazyBatchNorm*d, ...)
 from .extra import __all__ as _extra_all  # noqa: E402
 
