@@ -59,6 +59,8 @@ def _alpha_dropout(input: Tensor, p: float, train: bool, inplace: bool, feature:
     if p == 1:
         zero = Tensor(np.zeros((), input.dtype.np))
         return input.mul_(zero) if inplace else input * zero
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else tuple(input.shape)
     dt = input.dtype.np
     noise = rng.bernoulli(_random._engine(None), 1 - p, shape, dt)

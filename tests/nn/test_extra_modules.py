@@ -76,6 +76,8 @@ def test_alpha_dropout_modules() -> None:
         assert lib.nn.functional.alpha_dropout(x, 0.5) is x  # training defaults to False
         with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
             lib.nn.functional.alpha_dropout(x, 1.5, True)
+        with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions in the input"):
+            lib.nn.functional.feature_alpha_dropout(lib.ones(3), 0.5, True)
     t, s = _both(lambda lib: lib.nn.FeatureAlphaDropout(0.3)(lib.tensor(X4)).numpy())
     assert np.array_equal(t, s)
 
