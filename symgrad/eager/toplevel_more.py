@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,7 +16,9 @@ from ..core import dtypes
 from .base import TensorBase, make_tensor
 from .basic import cat, maximum, where
 from .composite import _named
-from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 __all__ = ["logaddexp2", "frexp", "ldexp", "nextafter", "addbmm", "gradient", "set_num_threads", "get_num_threads",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",

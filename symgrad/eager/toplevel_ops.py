@@ -111,3 +111,23 @@ def _float_power_(self: Tensor, exponent: Any) -> Tensor:
 
 
 ToplevelMethods.float_power_ = _float_power_  # type: ignore[attr-defined]
+
+# eager/toplevel_more.py's functions that torch also has as Tensor methods
+from .toplevel_more import addbmm as _addbmm  # noqa: E402
+from .toplevel_more import frexp as _frexp  # noqa: E402
+from .toplevel_more import ldexp as _ldexp  # noqa: E402
+from .toplevel_more import logaddexp2 as _logaddexp2  # noqa: E402
+from .toplevel_more import nextafter as _nextafter  # noqa: E402
+
+for _fn in (_addbmm, _ldexp, _logaddexp2, _nextafter):
+    setattr(ToplevelMethods, _fn.__name__, _fn)
+
+
+def _frexp_method(self: Tensor) -> Any:
+    return _frexp(self)  # frexp is its return type's class: no descriptor, so a method of its own
+
+
+_frexp_method.__name__ = "frexp"
+ToplevelMethods.frexp = _frexp_method  # type: ignore[attr-defined]
+for _fn in (_addbmm, _ldexp, _nextafter):
+    setattr(ToplevelMethods, _fn.__name__ + "_", _inplace(_fn))

@@ -154,3 +154,22 @@ def test_init_sparse_draws_torchs_values() -> None:
     for lib in (torch, sg):
         with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
             lib.nn.init.sparse_(lib.empty(3), 0.1)
+
+
+def test_tensor_methods() -> None:
+    out = []
+    for lib in (torch, sg):
+        x = lib.tensor([1.5, 2.0, -3.0])
+        e = lib.tensor([1, 2, -1])
+        y = lib.zeros(2, 2)
+        y.addbmm_(lib.ones(3, 2, 4), lib.ones(3, 4, 2), alpha=0.5)
+        w = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        v = w * 1
+        v.ldexp_(e)
+        v.sum().backward()
+        z = x.clone()
+        z.nextafter_(lib.zeros(3))
+        out.append((repr(x.frexp()), repr(x.ldexp(e)), repr(x.logaddexp2(x)), (x.nextafter(lib.zeros(3)) - x).tolist(),
+                    repr(y), repr(v), w.grad.tolist(), z.tolist(),
+                    repr(lib.zeros(2, 2).addbmm(lib.ones(3, 2, 4), lib.ones(3, 4, 2)))))
+    assert out[0] == out[1]
