@@ -59,9 +59,7 @@ class GradFn:
 
     @property
     def next_functions(self) -> tuple:
-        # as torch, only the inputs the op differentiates (not where's condition, not max(dim)'s indices)
-        diff = self._node.op.diff_args
-        return tuple((_next_fn(x), 0) for k, x in enumerate(self._node.inputs) if diff is None or k in diff)
+        return tuple((None if x is None else _next_fn(x), 0) for x in torch_inputs(self._node))
 
     @property
     def requires_grad(self) -> bool:
@@ -146,6 +144,30 @@ def grad_fn_of(node: Node) -> GradFn:
     if node.fn is None:
         node.fn = _grad_fn_class(node.op.grad_fn_name(dict(node.attrs)))(node)
     return node.fn
+
+
+#: the last node of a composite that stands for one torch node -> that node's inputs (None: one torch lists that does
+#: not come from a tensor of the graph); its inner nodes are not shown (``set_edges``)
+_EDGES: weakref.WeakKeyDictionary[Node, tuple[Node | None, ...]] = weakref.WeakKeyDictionary()
+
+
+def set_edges(out: Any, *inputs: Any) -> Any:
+    """Show ``out``'s grad_fn with torch's inputs ``inputs`` (tensors, or None): ``next_functions`` and the
+    ``grad_inputs`` of its hooks are theirs, the composite's inner nodes in between are not shown. Returns ``out``."""
+    node = getattr(out, "_node", None)
+    if node is not None:
+        _EDGES[node] = tuple(None if t is None else getattr(t, "_node", None) for t in inputs)
+    return out
+
+
+def torch_inputs(node: Node) -> list[Node | None]:
+    """The inputs torch's node lists for ``node`` (``next_functions`` order): those ``set_edges`` gave, else the
+    inputs the op differentiates (not where's condition, not max(dim)'s indices)."""
+    edges = _EDGES.get(node)
+    if edges is not None:
+        return list(edges)
+    diff = node.op.diff_args
+    return [x for k, x in enumerate(node.inputs) if diff is None or k in diff]
 
 
 def _next_fn(node: Node) -> GradFn | None:
@@ -504,14 +526,16 @@ def _plus(a: Any, b: Any, create_graph: bool) -> Any:
     return make_tensor(a._data + b._data)
 
 
-def _local_grads(n: Node, g: Any, ins: Sequence[Node], create_graph: bool, saving: list[Node]) -> tuple:
-    """The gradients node ``n``'s own rule gives each of ``ins`` (its inputs in ``next_functions`` order) for
-    its gradient ``g``: one program cut at the inputs (a copy over stand-in inputs when one is used twice, as
-    in ``x * x``, whose two gradients torch reports separately)."""
+def _local_grads(n: Node, g: Any, ins: Sequence[Node | None], create_graph: bool, saving: list[Node]) -> tuple:
+    """The gradients node ``n``'s own rule gives each of ``ins`` (its ``torch_inputs``: its inputs, or a composite's
+    edges) for its gradient ``g``: one program cut at them (a copy over stand-in inputs when one is used twice, as
+    in ``x * x``, whose two gradients torch reports separately); None for a None input."""
     if n.freed:
         raise RuntimeError(_FREED_MSG)
+    given = list(ins)
+    ins = [x for x in given if x is not None]
     node, wrt = n, [x for x in ins if x.requires_grad]
-    if len({x.id for x in ins}) < len(ins):
+    if len({x.id for x in ins}) < len(ins) and n not in _EDGES:
         stand = [Node(_src.leaf, (), (), x.shape, x.dtype, value=x.value, requires_grad=x.requires_grad)
                  if x in ins else x for x in n.inputs]
         node = Node(n.op, tuple(stand), n.attrs, n.shape, n.dtype, value=n.value, requires_grad=True)
@@ -527,7 +551,8 @@ def _local_grads(n: Node, g: Any, ins: Sequence[Node], create_graph: bool, savin
             saving.append(n)
         out = [None if a is None else make_tensor(a) for a in arrs]
     got = dict(zip((x.id for x in wrt), out))
-    return tuple(got.get(x.id) for x in ins)
+    per = iter([got.get(x.id) for x in ins])           # in the order of ``given``'s tensors (or their stand-ins)
+    return tuple(None if x is None else next(per) for x in given)
 
 
 def _compute(roots: Sequence[Node], seeds: Sequence[np.ndarray], wrt: Sequence[Node], retain_graph: bool,
@@ -653,7 +678,7 @@ def _split_backward(order: Sequence[Node], units: list[_Unit], roots: Sequence[N
                 if g is not None and _NODE_PRE.get(n):
                     g = run_prehooks(_NODE_PRE.get(n), (g,))[0]
                 if g is not None and _NODE_POST.get(n):  # the node's own gradients, for its hooks to see
-                    ins = [x for k, x in enumerate(n.inputs) if n.op.diff_args is None or k in n.op.diff_args]
+                    ins = torch_inputs(n)
                     gi = run_posthooks(_NODE_POST.get(n), _local_grads(n, g, ins, create_graph, saving), (g,))
                     for x, gx in zip(ins, gi):
                         if gx is not None and x.requires_grad and x.id in needed:

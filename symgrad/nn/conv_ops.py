@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..eager.autograd import set_edges
 from ..eager.basic import stack
 from ..eager.composite import _ALL, _arr, _fused, _index, _named
 from ..eager.record import _apply
@@ -182,7 +183,7 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, paddi
         out = weight.reshape(o_ch, c * kk) @ cols.reshape(n, c * kk, ll)
     else:
         out = weight.reshape(groups, o_ch // groups, cg * kk) @ cols.reshape(n, groups, cg * kk, ll)
-    out = _add_bias(out.reshape(n, o_ch, *o), bias, nd, "ConvolutionBackward0")
+    out = set_edges(_add_bias(out.reshape(n, o_ch, *o), bias, nd, "ConvolutionBackward0"), x, weight, bias)
     return out.squeeze(0) if input.ndim == nd + 1 else out
 
 
@@ -264,7 +265,7 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias: Tensor | None, stride: 
     cols = (w @ x.reshape(n, groups, c // groups, ll)).reshape(n, o_ch, *k, *i)
     idx = [strided_positions(k[j], i[j], stride[j], dilation[j]) for j in range(nd)]
     out = _crop(scatter_windows(cols, idx, (n, o_ch, *full)), [(p, p) for p in padding], sizes)
-    out = _add_bias(out, bias, nd, "ConvolutionBackward0")
+    out = set_edges(_add_bias(out, bias, nd, "ConvolutionBackward0"), x, weight, bias)
     return out.squeeze(0) if input.ndim == nd + 1 else out
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..eager import basic
+from ..eager.autograd import set_edges
 from ..eager.base import _py
 from ..eager.composite import _named
 from ..eager.record import _apply
@@ -190,7 +191,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
     a, b = input.chunk(2, d)
-    return _named(a * b.sigmoid(), "GluBackward0")
+    return set_edges(_named(a * b.sigmoid(), "GluBackward0"), input)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
@@ -211,7 +212,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     if input.dim() > 1:
         shape[1] = n
     w = weight.view(*shape) if input.dim() > 1 else weight.view(-1)
-    return _named(basic.where(input > 0, input, w * input), "PreluKernelBackward0")
+    return set_edges(_named(basic.where(input > 0, input, w * input), "PreluKernelBackward0"), input, w)
 
 
 from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402, F401

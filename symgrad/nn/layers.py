@@ -11,9 +11,11 @@ import numpy as np
 from ..eager import basic, functional
 from ..eager import random as _random
 from ..eager import saved_hooks as _saved_hooks
+from ..eager.autograd import set_edges
 from ..eager.composite import _fused, _named
+from ..eager.record import _apply
 from ..eager.tensor import Tensor
-from ..ops import A
+from ..ops import REGISTRY, A
 from .padding import pad_mode
 
 __all__ = ["linear", "dropout", "normalize", "cosine_similarity", "pad", "one_hot"]
@@ -33,17 +35,35 @@ def _need(name: str, arg: str, x: Any) -> None:
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
-    """``input @ weight.T + bias``."""
+    """``input @ weight.T + bias``, recorded as torch 2.13's ``linear`` records it: a contiguous input with a bias
+    is viewed as a matrix for one ``AddmmBackward0`` (bias, input, ``weight.t()``) and viewed back; without a bias
+    ``MmBackward0`` (a vector unsqueezed and squeezed back, a batch viewed as a matrix and back)."""
     _need("linear", "input", input)
     if _saved_hooks.STACK and bias is not None and input.ndim == 2:
         return _linear_packed(input, weight, bias)
-    out = input @ weight.T
+    wt = weight.t()
+    lead = tuple(input.shape[:-1])
     if bias is None:
-        return out
-    fn = "AddmmBackward0" if input.ndim == 2 else "ViewBackward0"
-    if out.is_floating_point() and isinstance(bias, Tensor) and bias.is_floating_point():
-        return _fused(_add(), out, bias, fn=fn)  # one recorded node: the sum, under torch's name
-    return _named(out + bias, fn)
+        if input.ndim == 1:
+            return _view(input.unsqueeze(0) @ wt, (weight.shape[0],), "SqueezeBackward4")
+        if input.ndim == 2:
+            return input @ wt
+        out = input.reshape(-1, input.shape[-1]) @ wt
+        return _view(out, (*lead, out.shape[-1]), "UnsafeViewBackward0")
+    if input.ndim != 2 and not input.is_contiguous():
+        return input @ wt + bias           # torch: matmul, then the bias added
+    flat = input if input.ndim == 2 else input.reshape(-1, input.shape[-1])
+    prod = flat @ wt
+    if prod.is_floating_point() and isinstance(bias, Tensor) and bias.is_floating_point():
+        out = set_edges(_fused(_add(), prod, bias, fn="AddmmBackward0"), bias, flat, wt)  # one node, torch's inputs
+    else:
+        out = _named(prod + bias, "AddmmBackward0")
+    return out if input.ndim == 2 else out.reshape(*lead, out.shape[-1])
+
+
+def _view(t: Tensor, shape: tuple, fn: str) -> Tensor:
+    """``t.reshape(shape)`` recorded under torch's name ``fn``."""
+    return _apply(REGISTRY["reshape"], t, shape=tuple(shape), fn=fn)
 
 
 def _linear_packed(input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:  # noqa: A002

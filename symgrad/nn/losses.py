@@ -18,6 +18,7 @@ import sympy as sp
 from ..compiler.tracing import Tracer
 from ..core import dtypes
 from ..eager import saved_hooks as _saved_hooks
+from ..eager.autograd import set_edges
 from ..eager.basic import _cast, tensor_like
 from ..eager.composite import _fused, _named
 from ..eager.record import _apply
@@ -91,7 +92,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     if _saved_hooks.STACK and weight is None:
         return _mse_packed(input, target, reduction)
     loss = _fused(_squared_error(), input, target, fn="MseLossBackward0" if weight is None else "")
-    return _weighted(loss, weight, reduction, "MseLossBackward0", True)
+    out = _weighted(loss, weight, reduction, "MseLossBackward0", True)
+    return out if weight is not None else set_edges(out, input, target)
 
 
 def _mse_packed(input: Tensor, target: Tensor, reduction: str) -> Tensor:  # noqa: A002
@@ -103,7 +105,7 @@ def _mse_packed(input: Tensor, target: Tensor, reduction: str) -> Tensor:  # noq
     if loss._node is not None and len(loss._node.inputs) == 2:
         x, y = loss._node.inputs
         _saved_hooks.pack_tensors(out._node, ((input, x, True), (target, y, True)))
-    return out
+    return set_edges(out, input, target)
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
@@ -131,7 +133,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     d = A[0] - A[1]
     expr = sp.Piecewise((sp.Rational(1, 2) * d ** 2 / beta, sp.Abs(d) < beta), (sp.Abs(d) - beta / 2, True))
     loss = _fused(expr, input, target, fn="SmoothL1LossBackward0")
-    return _reduce(loss, reduction, "SmoothL1LossBackward0")
+    return set_edges(_reduce(loss, reduction, "SmoothL1LossBackward0"), input, target)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
@@ -144,7 +146,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     d = A[0] - A[1]
     expr = sp.Piecewise((sp.Rational(1, 2) * d ** 2, sp.Abs(d) < delta), (delta * (sp.Abs(d) - delta / 2), True))
     loss = _fused(expr, input, target, fn="HuberLossBackward0" if weight is None else "")
-    return _weighted(loss, weight, reduction, "HuberLossBackward0", False)
+    out = _weighted(loss, weight, reduction, "HuberLossBackward0", False)
+    return out if weight is not None else set_edges(out, input, target)
 
 
 def _same_size(input: Tensor, target: Tensor, message: str) -> None:  # noqa: A002
@@ -173,7 +176,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         loss = _fused(expr, input, target, fn=fn)
     else:
         loss = _fused(expr * A[2], input, target, weight, fn=fn)
-    return _reduce(loss, reduction, fn)
+    return set_edges(_reduce(loss, reduction, fn), input, target)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
@@ -196,7 +199,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         args.append(weight)
         expr = expr * A[len(args) - 1]
     fn = "BinaryCrossEntropyWithLogitsBackward0"
-    return _reduce(_fused(expr, *args, fn=fn), reduction, fn)
+    return set_edges(_reduce(_fused(expr, *args, fn=fn), reduction, fn), input, target)
 
 
 # --------------------------------------------------------------------------- class-index losses
@@ -270,11 +273,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         if input.ndim in (3,) or input.ndim >= 5:
             loss = _fused(-A[0] * A[1], picked, w)
             return _apply(REGISTRY["reshape"], loss, shape=tuple(loss.shape), fn="ViewBackward0")
-        return _fused(-A[0] * A[1], picked, w, fn=fn)
+        return set_edges(_fused(-A[0] * A[1], picked, w, fn=fn), input)
     total = _fused(-A[0] * A[1], picked, w).sum()
     if reduction == "sum":
-        return _named(total, fn)
-    return _fused(A[0] / A[1], total, w.sum(), fn=fn)
+        return set_edges(_named(total, fn), input)
+    return set_edges(_fused(A[0] / A[1], total, w.sum(), fn=fn), input)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..compiler.tracing import Tracer
 from ..core.errors import TracingError
+from ..eager.autograd import set_edges
 from ..eager.composite import _named
 from ..eager.tensor import Tensor
 
@@ -53,7 +54,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Ten
         out = out * weight
     if bias is not None:
         out = out + bias
-    return _named(out, "NativeLayerNormBackward0")
+    return set_edges(_named(out, "NativeLayerNormBackward0"), input, weight, bias)
 
 
 def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,  # noqa: A002
@@ -138,7 +139,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         invstd = _channel_view((running_var + eps).rsqrt(), nd)
     scale = invstd if weight is None else invstd * _channel_view(weight, nd)
     shift = -(mean * scale) if bias is None else _channel_view(bias, nd) - mean * scale
-    return _named(input * scale + shift, "NativeBatchNormBackward0")
+    return set_edges(_named(input * scale + shift, "NativeBatchNormBackward0"), input, weight, bias)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
@@ -167,7 +168,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     mean_c = mean.reshape([n, num_groups, 1] + ones).expand(per).reshape(full)
     scale = rstd_c if weight is None else rstd_c * _channel_view(weight, nd)
     shift = -(mean_c * scale) if bias is None else _channel_view(bias, nd) - mean_c * scale
-    return _named(input * scale + shift, "NativeGroupNormBackward0")
+    return set_edges(_named(input * scale + shift, "NativeGroupNormBackward0"), input, weight, bias)
 
 
 def _verify_spatial_size(size: Sequence[int]) -> None:

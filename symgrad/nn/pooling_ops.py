@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..eager.autograd import set_edges
 from ..eager.base import is_traced
 from ..eager.composite import _ALL, _arr, _index, _named, gather
 from ..eager.record import _apply
@@ -131,7 +132,7 @@ def _max_pool(input: Tensor, nd: int, kernel_size: Any, stride: Any, padding: An
     fill = -math.inf if x.is_floating_point() else int(np.iinfo(x.dtype.np).min)
     cols = _pool_windows(x, nd, k, s, p, d, o, fill)
     values, arg = _window_max(cols, x.ndim - nd)
-    values = _named(values, fn) if values.requires_grad else values
+    values = (_named(values, fn) if nd == 1 else set_edges(_named(values, fn), x)) if values.requires_grad else values
     if not return_indices:
         return values
     return values, _flat_indices(arg, nd, k, s, p, d, tuple(x.shape[-nd:]))
@@ -228,7 +229,9 @@ def _avg_pool(input: Tensor, nd: int, kernel_size: Any, stride: Any, padding: An
         out = total / divisor_override
     else:
         out = total / Tensor(_avg_divisor(nd, k, s, p, o, tuple(x.shape[-nd:]), count_include_pad, x.dtype.np))
-    return _named(out, fn) if out.requires_grad else out
+    if not out.requires_grad:
+        return out
+    return _named(out, fn) if nd == 1 else set_edges(_named(out, fn), x)
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,  # noqa: A002
@@ -567,7 +570,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
             spec.append(_arr(pos.reshape(shape)))
         name = f"Upsample{'NearestExact' if exact else 'Nearest'}{nd}DBackward0"
         out = _index(input, spec, "IndexBackward0")
-        return _named(out, name) if out.requires_grad else out
+        return set_edges(_named(out, name), input) if out.requires_grad else out
     if mode in _LINEAR and _LINEAR[mode][0] == nd:
         x = input
         for j in reversed(range(nd)):

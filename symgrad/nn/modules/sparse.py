@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...eager import basic, functional
+from ...eager.autograd import set_edges
 from ...eager.composite import _named
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
@@ -75,7 +76,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
         out = held + Tensor(scale[..., None].astype(out.dtype.np)) * (out - held)
     elif padding_idx is not None and (idx == padding_idx).any():
         out = basic.where(Tensor(idx[..., None] != padding_idx), out, out.detach())
-    return _named(out, "EmbeddingBackward0")
+    return set_edges(_named(out, "EmbeddingBackward0"), weight)
 
 
 class Embedding(Module):
