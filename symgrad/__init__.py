@@ -748,6 +748,25 @@ try:
     )
 
     __all__ += ["binomial", "poisson"]
+    from .eager.toplevel_more import (  # noqa: E402  (torch's top-level functions and global flags)
+        addbmm,
+        are_deterministic_algorithms_enabled,
+        frexp,
+        get_deterministic_debug_mode,
+        get_num_threads,
+        gradient,
+        is_deterministic_algorithms_warn_only_enabled,
+        ldexp,
+        logaddexp2,
+        nextafter,
+        set_deterministic_debug_mode,
+        set_num_threads,
+        use_deterministic_algorithms,
+    )
+    from .eager.toplevel_more import __all__ as _toplevel_more_all  # noqa: E402
+    from .nn.extra_ops import alpha_dropout, channel_shuffle, feature_alpha_dropout, pdist  # noqa: E402
+
+    __all__ += [*_toplevel_more_all, "alpha_dropout", "channel_shuffle", "feature_alpha_dropout", "pdist"]
 finally:
     if _GC_PAUSED:
         _gc.enable()

@@ -173,3 +173,12 @@ def test_tensor_methods() -> None:
                     repr(y), repr(v), w.grad.tolist(), z.tolist(),
                     repr(lib.zeros(2, 2).addbmm(lib.ones(3, 2, 4), lib.ones(3, 4, 2)))))
     assert out[0] == out[1]
+
+
+def test_reachable_at_the_top_level_as_in_torch():
+    from symgrad.eager import toplevel_more
+    for name in [*toplevel_more.__all__, "pdist", "channel_shuffle", "alpha_dropout", "feature_alpha_dropout"]:
+        assert hasattr(torch, name), name
+        assert name in sg.__all__ and callable(getattr(sg, name)), name
+    x = np.array([[0.0, 1.0], [2.0, 3.0], [5.0, 1.0]])
+    np.testing.assert_allclose(sg.pdist(sg.tensor(x)).numpy(), torch.pdist(torch.tensor(x)).numpy(), rtol=1e-15)
