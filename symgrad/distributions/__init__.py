@@ -8,7 +8,10 @@ program draws torch's numbers. ``log_prob``, ``entropy``, ``cdf``, ``icdf`` and 
 their gradients are graph nodes like any other."""
 from __future__ import annotations
 
-from . import transforms
+from . import (
+                    extra_kl,  # noqa: F401  (registers the KL pairs of extra's distributions)
+                    transforms,
+)
 from .distribution import Distribution
 from .extra import (
                     Beta,
