@@ -20,7 +20,7 @@ from ...eager.tensor import Tensor
 from .. import init
 from ..parameter import Parameter
 from .module import Module
-from .sparse import _renorm_rows
+from .sparse import _renorm_rows, padding_index
 
 __all__ = ["EmbeddingBag", "embedding_bag"]
 
@@ -179,15 +179,7 @@ class EmbeddingBag(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= self.num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -self.num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
-                padding_idx = self.num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = padding_index(padding_idx, num_embeddings, "padding_idx")
         if _weight is None:
             self.weight = Parameter(functional.empty((num_embeddings, embedding_dim), dtype=dtype))
             self.reset_parameters()

@@ -79,6 +79,16 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     return set_edges(_named(out, "EmbeddingBackward0"), weight)
 
 
+def padding_index(padding_idx: int | None, num_embeddings: int, label: str) -> int | None:
+    """``padding_idx`` checked against ``num_embeddings`` as torch's embedding modules check it (``label``: the word
+    their message starts with), a negative one counted from the end."""
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise AssertionError(f"{label} must be within num_embeddings")
+    return num_embeddings + padding_idx if padding_idx < 0 else padding_idx
+
+
 class Embedding(Module):
     """A table of ``num_embeddings`` vectors of size ``embedding_dim``, looked up by index; the weight
     is ``N(0, 1)`` (row ``padding_idx`` zeroed), as torch."""
@@ -93,15 +103,7 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= self.num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -self.num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-                padding_idx = self.num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = padding_index(padding_idx, num_embeddings, "Padding_idx")
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
