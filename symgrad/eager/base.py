@@ -40,6 +40,50 @@ class _Version:
         self.v = 0
         self.recorded = 0
 
+    # ``t._version`` is torch's int: users print it, compare it and do arithmetic with it
+    __hash__ = object.__hash__
+
+    def __int__(self) -> int:
+        return self.v
+
+    __index__ = __int__
+
+    def __repr__(self) -> str:
+        return repr(self.v)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.v, spec)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (not isinstance(other, _Version) and self.v == other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __lt__(self, other: Any) -> bool:
+        return self.v < int(other)
+
+    def __le__(self, other: Any) -> bool:
+        return self.v <= int(other)
+
+    def __gt__(self, other: Any) -> bool:
+        return self.v > int(other)
+
+    def __ge__(self, other: Any) -> bool:
+        return self.v >= int(other)
+
+    def __add__(self, other: Any) -> Any:
+        return self.v + other
+
+    def __radd__(self, other: Any) -> Any:
+        return other + self.v
+
+    def __sub__(self, other: Any) -> Any:
+        return self.v - other
+
+    def __rsub__(self, other: Any) -> Any:
+        return other - self.v
+
 
 class _Terms:
     """What ``.grad`` accumulated, for ``sg.grad_formula(x)``; shared by ``.data`` and ``detach()``."""

@@ -41,3 +41,20 @@ class _default:
 
     def __exit__(self, *exc):
         sg.set_default_dtype(self.old)
+
+
+def _version_and_base_probe(lib):
+    a = lib.zeros(4)
+    b = a[1:]
+    c = b.view(3, 1)
+    before = (repr(a._version), a._version == 0, a._version + 1, f"{a._version:2d}", a._version < 1)
+    b.add_(1)
+    c[0] = 2
+    x = lib.ones(2, 3, requires_grad=True)
+    bases = (b._base is a, c._base is a, a._base, a.clone()._base, b._is_view(), a._is_view(),
+             a.detach()._base, x[0]._base is x, x.T._base is x, x.contiguous()._base)
+    return before, (str(a._version), int(c._version), b._version == 2, b._version != 2), bases
+
+
+def test_version_reads_as_an_int_and_views_know_their_base():
+    assert _version_and_base_probe(sg) == _version_and_base_probe(torch)

@@ -527,3 +527,31 @@ def test_parameter():
     import pickle
     r = pickle.loads(pickle.dumps(p))
     assert type(r) is sg.nn.Parameter and r.requires_grad and r.tolist() == p.tolist()
+
+
+def _private_state_dict_hooks(lib):
+    net = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU())
+    calls = []
+
+    def post(module, state_dict, prefix, meta):
+        calls.append(("post", prefix, len(state_dict)))
+        state_dict[prefix + "extra"] = lib.tensor(3)
+
+    def pre_load(state_dict, prefix, meta, strict, missing, unexpected, errors):
+        calls.append(("pre", prefix))
+        state_dict.pop(prefix + "extra", None)
+
+    def pre_load_m(module, state_dict, prefix, meta, strict, missing, unexpected, errors):
+        calls.append(("pre_m", type(module).__name__, prefix))
+
+    net[0]._register_state_dict_hook(post)
+    net[0]._register_load_state_dict_pre_hook(pre_load)
+    net._register_load_state_dict_pre_hook(pre_load_m, with_module=True)
+    sd = net.state_dict()
+    keys = list(sd)
+    result = str(net.load_state_dict(sd))
+    return calls, keys, result
+
+
+def test_private_state_dict_hooks_match_torch():
+    assert _private_state_dict_hooks(sg) == _private_state_dict_hooks(torch)

@@ -64,6 +64,15 @@ class AutogradMethods:
         return self._node is None or self._node.op is _LEAF
 
     @property
+    def _base(self) -> Tensor | None:
+        """The tensor whose storage this view shares (the first one, for a view of a view); None if not a view."""
+        return self._view.base if self._view is not None else None
+
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (torch's ``_is_view``)."""
+        return self._view is not None
+
+    @property
     def grad_fn(self) -> Any:
         if self._view is not None:
             self._refresh_view()

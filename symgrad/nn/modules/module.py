@@ -711,11 +711,26 @@ class Module:
         self._state_dict_hooks[handle.id] = hook
         return handle
 
+    def _register_state_dict_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """The private spelling: ``hook(module, state_dict, prefix, local_metadata)`` after; it may return a
+        new state dict."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was "
+                               "previously registered via register_state_dict_post_hook")
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
     def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
         error_msgs)`` before this module loads its entries."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable[..., Any],
+                                           with_module: bool = False) -> RemovableHandle:
+        """The private spelling: ``hook(state_dict, prefix, ...)``, with the module first if ``with_module``."""
         handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = (lambda *a, _h=hook: _h(self, *a))
+        self._load_state_dict_pre_hooks[handle.id] = (lambda *a, _h=hook: _h(self, *a)) if with_module else hook
         return handle
 
     def register_load_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
