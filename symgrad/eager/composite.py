@@ -22,7 +22,8 @@ from ..ops import REGISTRY, A, normalize_dims
 from . import return_types
 from .base import _ALL_DIMS, TensorBase, _py, is_traced, make_tensor
 from .basic import _amax, _cast, _one_dim, nonzero
-from .record import _apply
+from .edges import set_edges
+from .record import VIEW_WRITES, _apply, note_view
 from .stl_order import topk_order
 from .writes import WHOLE, write
 
@@ -137,6 +138,11 @@ def _float_input(t: Tensor, dtype: Any, who: str) -> Tensor:
 
 
 def _vector_norm(t: Tensor, p: Any, dims: tuple[int, ...], keepdim: bool, fn: str = _VNORM) -> Tensor:
+    """The ``p``-norm over ``dims``: one node ``fn`` over ``t`` as torch shows it (its inner nodes not shown)."""
+    return set_edges(_vector_norm_nodes(t, p, dims, keepdim, fn), t)
+
+
+def _vector_norm_nodes(t: Tensor, p: Any, dims: tuple[int, ...], keepdim: bool, fn: str) -> Tensor:
     p = builtins.float(p)
     if p == 2:
         s = (t * t).sum(dims, keepdim=keepdim)
@@ -214,7 +220,8 @@ def dist(input: Tensor, other: Any, p: Any = 2) -> Tensor:  # noqa: A002
     """``norm(input - other, p)`` (broadcast)."""
     d = input - other
     t = _float_input(d, None, "linalg.vector_norm")
-    return _vector_norm(t, p, tuple(range(t.ndim)), False, fn="DistBackward0")
+    return set_edges(_vector_norm(t, p, tuple(range(t.ndim)), False, fn="DistBackward0"), input,
+                     other if isinstance(other, TensorBase) else None)
 
 
 # --------------------------------------------------------------------------- scans as masked reductions
@@ -405,11 +412,12 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
-    """The diagonal ``offset`` of the matrices over ``dim1``, ``dim2``, as a new last dim."""
-    return _diagonal(input, offset, dim1, dim2, "DiagonalBackward0")
+    """The diagonal ``offset`` of the matrices over ``dim1``, ``dim2``, as a new last dim: a view of ``input``
+    (writes reach it, as torch's)."""
+    return _diagonal(input, offset, dim1, dim2, "DiagonalBackward0", view=True)
 
 
-def _diagonal(t: Tensor, offset: int, dim1: int, dim2: int, fn: str) -> Tensor:
+def _diagonal(t: Tensor, offset: int, dim1: int, dim2: int, fn: str, view: bool = False) -> Tensor:
     d1, d2 = normalize_dims(dim1, t.ndim)[0], normalize_dims(dim2, t.ndim)[0]
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -420,7 +428,28 @@ def _diagonal(t: Tensor, offset: int, dim1: int, dim2: int, fn: str) -> Tensor:
     length = builtins.max(0, builtins.min(n1, n2 - offset) if offset >= 0 else builtins.min(n1 + offset, n2))
     k = np.arange(length)
     rows, cols = (k, k + offset) if offset >= 0 else (k - offset, k)
-    return _index(t, [_ALL] * len(rest) + [_arr(rows), _arr(cols)], fn)
+    spec = [_ALL] * len(rest) + [_arr(rows), _arr(cols)]
+    out = _index(t, spec, fn)
+    return _as_view(out, t, offset, {"index": tuple(spec), "fn": fn}) if view else out
+
+
+def _as_view(out: Tensor, src: Tensor, offset: int, attrs: dict) -> Tensor:
+    """``out`` (``src``'s diagonal ``offset`` over its last two dims, gathered by the integer index of ``attrs``)
+    made a view of ``src``'s storage, as torch's ``diagonal``: its buffer strides through ``src``'s, it shares
+    ``src``'s version counter, and writes into it rewrite ``src``'s history (``CopySlices``)."""
+    if is_traced(out):
+        note_view(out, src, REGISTRY["index"], attrs, traced=True)
+        return out
+    a = src._data
+    corner = a[..., :, offset:] if offset >= 0 else a[..., -offset:, :]
+    out._data = np.lib.stride_tricks.as_strided(corner, out.shape, a.strides[:-2] + (a.strides[-2] + a.strides[-1],))
+    out._version = src._version
+    node = out._node
+    if node is not None:
+        node.storage, node.version = src._version, src._version.v
+        VIEW_WRITES[node] = src._version.recorded
+    note_view(out, src, REGISTRY["index"], attrs)
+    return out
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
