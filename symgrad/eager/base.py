@@ -163,7 +163,7 @@ class TensorBase:
 
     def __reduce_ex__(self, protocol: int) -> tuple:
         """Pickle (``sg.save``, ``copy.deepcopy``) as the values, ``requires_grad`` and the class: a leaf again."""
-        return (_rebuild_tensor, (type(self), np.array(self._data), self.requires_grad))
+        return (_rebuild_tensor, (type(self), pickled_storage(self._data), self.requires_grad))
 
     def _setup(self, data: np.ndarray, _node: Node | None, _version: _Version | None) -> None:
         self._data = data
@@ -302,8 +302,46 @@ class TensorBase:
 _WARNED_SCALAR = False
 
 
-def _rebuild_tensor(cls: type, data: np.ndarray, requires_grad: bool) -> TensorBase:
+class _StorageView:
+    """A pickled view of a storage: the base array (pickled once per file, so tensors that shared it still
+    do after ``load``, as torch's storages) and where the view lies in it."""
+
+    __slots__ = ("root", "offset", "shape", "strides")
+
+    def __init__(self, root: np.ndarray, offset: int, shape: tuple, strides: tuple) -> None:
+        self.root, self.offset, self.shape, self.strides = root, offset, shape, strides
+
+    def __reduce__(self) -> tuple:
+        return (_StorageView, (self.root, self.offset, self.shape, self.strides))
+
+    def array(self) -> np.ndarray:
+        return np.ndarray(self.shape, self.root.dtype, buffer=self.root, offset=self.offset, strides=self.strides)
+
+
+def pickled_storage(data: np.ndarray) -> Any:
+    """What a tensor pickles for its values: its array itself when it owns its memory, the array it views
+    (a ``_StorageView``) when that one does and is contiguous, else a copy."""
+    root = data
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not (root.flags.owndata and root.flags.c_contiguous and root.flags.writeable and data.flags.writeable):
+        return np.array(data)
+    if root is data:
+        return data
+    offset = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if root.dtype != data.dtype or offset < 0:
+        return np.array(data)
+    return _StorageView(root, offset, data.shape, data.strides)
+
+
+def unpickled_storage(data: Any) -> np.ndarray:
+    """``pickled_storage``'s array back."""
+    return data.array() if isinstance(data, _StorageView) else data
+
+
+def _rebuild_tensor(cls: type, data: Any, requires_grad: bool) -> TensorBase:
     """A tensor unpickled: ``cls`` (Tensor, nn.Parameter, ...) over ``data``, a leaf requiring grad as it did."""
+    data = unpickled_storage(data)
     t = cls.__new__(cls)
     TensorBase._setup(t, data, None, None)
     if requires_grad:

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..eager import functional
+from ..eager.base import pickled_storage, unpickled_storage
 from ..eager.tensor import Tensor
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
@@ -36,7 +35,7 @@ class Parameter(Tensor):
         return result
 
     def __reduce_ex__(self, proto: Any) -> tuple:
-        return (_rebuild_parameter, (np.array(self._data), self.requires_grad))
+        return (_rebuild_parameter, (pickled_storage(self._data), self.requires_grad))
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -119,5 +118,5 @@ def is_lazy(param: Any) -> bool:
     return isinstance(param, UninitializedTensorMixin)
 
 
-def _rebuild_parameter(arr: np.ndarray, requires_grad: bool) -> Parameter:
-    return Parameter(Tensor(arr), requires_grad)
+def _rebuild_parameter(arr: Any, requires_grad: bool) -> Parameter:
+    return Parameter(Tensor(unpickled_storage(arr)), requires_grad)
