@@ -19,6 +19,7 @@ from ..ops import normalize_dims
 from ..ops import source as _src
 from .device import CPU, device
 from .device import check as check_device
+from .grad_mode import is_inference_mode_enabled
 from .printing import tensor_repr
 
 if TYPE_CHECKING:
@@ -31,14 +32,16 @@ class _Version:
     """A storage's version counter, shared by views and ``detach()`` (not by ``.data``).
 
     ``recorded`` counts the in-place writes that were recorded in the graph (a view taken before
-    one no longer describes how its values were computed).
+    one no longer describes how its values were computed). ``inference``: the storage was made inside
+    ``inference_mode`` (its tensors are torch's inference tensors, and so are their views).
     """
 
-    __slots__ = ("v", "recorded")
+    __slots__ = ("v", "recorded", "inference")
 
     def __init__(self) -> None:
         self.v = 0
         self.recorded = 0
+        self.inference = is_inference_mode_enabled()
 
     # ``t._version`` is torch's int: users print it, compare it and do arithmetic with it
     __hash__ = object.__hash__
@@ -337,6 +340,17 @@ def pickled_storage(data: np.ndarray) -> Any:
 def unpickled_storage(data: Any) -> np.ndarray:
     """``pickled_storage``'s array back."""
     return data.array() if isinstance(data, _StorageView) else data
+
+
+_INFERENCE_WRITE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to "
+                    "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
+                    "more details.")
+
+
+def check_inference_write(t: TensorBase) -> None:
+    """torch's error for an in-place write into an inference tensor outside ``inference_mode``."""
+    if t._version.inference and not is_inference_mode_enabled():
+        raise RuntimeError(_INFERENCE_WRITE)
 
 
 def _rebuild_tensor(cls: type, data: Any, requires_grad: bool) -> TensorBase:

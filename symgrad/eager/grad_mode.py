@@ -88,8 +88,9 @@ def is_inference_mode_enabled() -> bool:
 class inference_mode:  # noqa: N801 - torch's name
     """``no_grad`` that also reports ``is_inference_mode_enabled()``; ``inference_mode(False)`` turns both off
     (grad mode on, as torch). A context manager and a decorator, with or without the call
-    (``@inference_mode`` / ``@inference_mode()``). Unlike torch, ``enable_grad()`` inside it records again, and
-    tensors made inside are ordinary tensors."""
+    (``@inference_mode`` / ``@inference_mode()``). Tensors made inside are inference tensors (``is_inference()``;
+    in-place writes into them outside it raise torch's error). Unlike torch, ``enable_grad()`` inside it records
+    again, and autograd outside it may save inference tensors for backward (torch refuses)."""
 
     def __new__(cls, mode: Any = True) -> Any:
         if isinstance(mode, bool):

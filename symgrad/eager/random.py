@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core import dtypes, rng
 from ..core.dtypes import DType
-from .base import TensorBase, _py, _shape_args, make_tensor
+from .base import TensorBase, _py, _shape_args, check_inference_write, make_tensor
 from .device import check_optional, default_device_check
 from .grad_mode import is_grad_enabled
 
@@ -243,6 +243,7 @@ def fill(t: Any, values: np.ndarray) -> Any:
     else:
         t._data = np.array(values.reshape(arr.shape), dtype=arr.dtype)
     t._version.v += 1
+    check_inference_write(t)  # as torch: after the write, when the version is bumped
     return t
 
 

@@ -27,7 +27,7 @@ from ..ops import source as _src
 from ..ops.base import broadcast_shapes, normalize_dims
 from ..ops.index import normalize_index, to_numpy_index, torch_grad_fn
 from ..ops.update import COPY, COPY_SLICES, WHOLE, fit_shape, index_put_op, put_into, region_shape
-from .base import TensorBase, _is_number, _py, is_traced, make_tensor
+from .base import TensorBase, _is_number, _py, check_inference_write, is_traced, make_tensor
 from .grad_mode import is_grad_enabled
 from .indexing import _is_bool_index, _masks_to_arrays
 from .record import _VIEW_LEAF_MSG, MULTI_VIEWS, SAVED_INPUTS, _apply, _input_node, check_view_write, propagate, refresh
@@ -133,6 +133,7 @@ def write(t: Any, spec: tuple, value: Any, *, accumulate: bool = False, fn: str 
                  (value._version.v, weakref.ref(value)) if isinstance(value, TensorBase) else None)
     put_into(t._data, spec, varr, accumulate)
     t._version.v += 1
+    check_inference_write(t)  # as torch: after the write, when the version is bumped
     t._grad_terms.reset(False)
     if needs:
         attrs = (("accumulate", bool(accumulate)), ("fn", fn), ("index", spec))

@@ -58,3 +58,38 @@ def test_inference_mode_restores_after_exception():
         except ValueError:
             pass
         assert _state(t) == (True, False)
+
+
+def _inference_tensors(t) -> list:
+    t.manual_seed(0)
+    x = t.ones(3, requires_grad=True)
+    n = t.zeros(3)
+    with t.inference_mode():
+        c = x * 2
+        d = t.ones(2)
+        v = n[1:]
+        n.add_(1)  # a normal tensor written in inference mode stays normal
+        c.add_(1)
+        with t.inference_mode(False):
+            e = t.ones(1)
+    with t.no_grad():
+        f = t.ones(1)
+    seen = [c.is_inference(), d.is_inference(), v.is_inference(), n.is_inference(), e.is_inference(),
+            f.is_inference(), c[0].is_inference(), c.detach().is_inference(), c.clone().is_inference()]
+    writes = [lambda: c.add_(1), lambda: c.zero_(), lambda: c.fill_(2), lambda: c.copy_(x),
+              lambda: c.__setitem__(0, 1.0), lambda: c.normal_(), lambda: c[0].mul_(2), lambda: c.clamp_(0, 1)]
+    for w in writes:
+        try:
+            w()
+            seen.append("ok")
+        except RuntimeError as err:
+            seen.append(str(err))
+        seen.append(c.tolist())  # torch writes, then raises when it bumps the version
+    with t.inference_mode():
+        c.mul_(2)
+    seen.append(c.tolist())
+    return seen
+
+
+def test_inference_tensors_and_their_in_place_error_match_torch():
+    assert _inference_tensors(sg) == _inference_tensors(torch)

@@ -68,6 +68,10 @@ class AutogradMethods:
         """The tensor whose storage this view shares (the first one, for a view of a view); None if not a view."""
         return self._view.base if self._view is not None else None
 
+    def is_inference(self) -> bool:
+        """Whether this tensor was made inside ``inference_mode`` (or is a view of one that was)."""
+        return self._version.inference
+
     def _is_view(self) -> bool:
         """Whether this tensor is a view of another (torch's ``_is_view``)."""
         return self._view is not None

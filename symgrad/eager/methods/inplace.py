@@ -9,7 +9,7 @@ from ...ops import REGISTRY
 from ...ops.base import promotion_operands
 from .. import composite as _composite
 from .. import writes as _ip
-from ..base import TensorBase, _is_number, _py
+from ..base import TensorBase, _is_number, _py, check_inference_write
 from ..grad_mode import is_grad_enabled
 from ..record import MULTI_VIEWS, _apply, _original, _reads_self
 
@@ -62,6 +62,7 @@ class InPlaceMethods:
             return self
         self._data[...] = res._data
         self._version.v += 1
+        check_inference_write(self)  # as torch: after the write, when the version is bumped
         self._grad_terms.reset(False)
         if res._node is not None:
             node = res._node
