@@ -31,6 +31,7 @@ from . import saved_hooks as _saved_hooks
 from .anomaly_check import check_backward
 from .base import TensorBase, make_tensor
 from .create_graph import backward_create_graph
+from .edges import _EDGES, set_edges, torch_inputs  # noqa: F401  (set_edges: re-exported)
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .hooks import RemovableHandle, check_hook_result, hook_name
 from .record import SAVED_INPUTS
@@ -144,30 +145,6 @@ def grad_fn_of(node: Node) -> GradFn:
     if node.fn is None:
         node.fn = _grad_fn_class(node.op.grad_fn_name(dict(node.attrs)))(node)
     return node.fn
-
-
-#: the last node of a composite that stands for one torch node -> that node's inputs (None: one torch lists that does
-#: not come from a tensor of the graph); its inner nodes are not shown (``set_edges``)
-_EDGES: weakref.WeakKeyDictionary[Node, tuple[Node | None, ...]] = weakref.WeakKeyDictionary()
-
-
-def set_edges(out: Any, *inputs: Any) -> Any:
-    """Show ``out``'s grad_fn with torch's inputs ``inputs`` (tensors, or None): ``next_functions`` and the
-    ``grad_inputs`` of its hooks are theirs, the composite's inner nodes in between are not shown. Returns ``out``."""
-    node = getattr(out, "_node", None)
-    if node is not None:
-        _EDGES[node] = tuple(None if t is None else getattr(t, "_node", None) for t in inputs)
-    return out
-
-
-def torch_inputs(node: Node) -> list[Node | None]:
-    """The inputs torch's node lists for ``node`` (``next_functions`` order): those ``set_edges`` gave, else the
-    inputs the op differentiates (not where's condition, not max(dim)'s indices)."""
-    edges = _EDGES.get(node)
-    if edges is not None:
-        return list(edges)
-    diff = node.op.diff_args
-    return [x for k, x in enumerate(node.inputs) if diff is None or k in diff]
 
 
 def _next_fn(node: Node) -> GradFn | None:

@@ -21,6 +21,7 @@ from . import return_types
 from .base import TensorBase, is_traced, make_tensor
 from .basic import _cast, cat, tensor_like
 from .composite import _arr, _fused, _gather, _index, _named, _order, _vector_norm, narrow
+from .edges import set_edges
 from .grad_mode import is_grad_enabled
 from .record import _apply, _original
 from .writes import WHOLE, write
@@ -447,7 +448,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     d = a.unsqueeze(-2) - b.unsqueeze(-3)
-    return _vector_norm(d, p, (d.ndim - 1,), False, fn="CdistBackward0")
+    return set_edges(_vector_norm(d, p, (d.ndim - 1,), False, fn="CdistBackward0"), a, b)
 
 
 # --------------------------------------------------------------------------- data-only

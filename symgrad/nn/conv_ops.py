@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..eager.autograd import set_edges
 from ..eager.basic import stack
 from ..eager.composite import _ALL, _arr, _fused, _index, _named
+from ..eager.edges import set_edges
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..ops import REGISTRY

@@ -14,9 +14,9 @@ import numpy as np
 
 from ..core import dtypes
 from ..eager import basic
-from ..eager.autograd import set_edges
 from ..eager.base import _py
 from ..eager.composite import _named
+from ..eager.edges import set_edges
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..ops import REGISTRY

@@ -11,8 +11,8 @@ import numpy as np
 from ..eager import basic, functional
 from ..eager import random as _random
 from ..eager import saved_hooks as _saved_hooks
-from ..eager.autograd import set_edges
-from ..eager.composite import _fused, _named
+from ..eager.composite import _fused, _named, vector_norm
+from ..eager.edges import set_edges
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..ops import REGISTRY, A
@@ -113,9 +113,10 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     """The cosine of the angle between ``x1`` and ``x2`` along ``dim`` (each normalised by its norm,
     floored at ``eps``, then their dot product; broadcasting as torch)."""
     _need("cosine_similarity", "x1", x1)
-    n1 = x1.norm(dim=dim, keepdim=True).clamp_min(eps)
-    n2 = x2.norm(dim=dim, keepdim=True).clamp_min(eps)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
+    # torch: linalg_vector_norm, clamped in place under no_grad (its graph shows a CloneBackward0 there)
+    n1, n2 = (vector_norm(x, 2, dim, True) for x in (x1, x2))
+    c1, c2 = (set_edges(_named(n.clamp_min(eps), "CloneBackward0"), n) for n in (n1, n2))
+    return ((x1 / c1) * (x2 / c2)).sum(dim)
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002

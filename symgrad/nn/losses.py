@@ -18,9 +18,9 @@ import sympy as sp
 from ..compiler.tracing import Tracer
 from ..core import dtypes
 from ..eager import saved_hooks as _saved_hooks
-from ..eager.autograd import set_edges
 from ..eager.basic import _cast, tensor_like
 from ..eager.composite import _fused, _named
+from ..eager.edges import set_edges
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..ops import REGISTRY, A
@@ -307,17 +307,24 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         if reduction == "sum":
             return -prod.sum()
         count = input.numel() / n_classes if n_classes else 0
-        return _fused(-A[0] / A[1], prod.sum(), count, fn="DivBackward1")
+        neg = -prod.sum()
+        return set_edges(_fused(A[0] / A[1], neg, count, fn="DivBackward1"), neg)
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0:
         return nll
     t = _class_targets(input, target, ignore_index)
     per = logp if weight is None else logp * weight.reshape(wshape)
-    smooth = _fused(sp.Piecewise((0, sp.Eq(A[1], ignore_index)), (-A[0], True)), per.sum(class_dim), t)
+    neg = -per.sum(class_dim)
+    smooth = set_edges(_fused(sp.Piecewise((0, sp.Eq(A[1], ignore_index)), (A[0], True)), neg, t,
+                              fn="MaskedFillBackward0"), neg)
     if reduction == "none":
         ret = smooth
     elif reduction == "sum":
         ret = smooth.sum()
     else:
-        ret = _fused(A[0] / A[1], smooth.sum(), _sample_weights(input, t, weight, ignore_index).sum())
-    return _fused((1 - label_smoothing) * A[0] + A[1] * (label_smoothing / n_classes), nll, ret, fn="AddBackward0")
+        ret = _fused(A[0] / A[1], smooth.sum(), _sample_weights(input, t, weight, ignore_index).sum(),
+                     fn="DivBackward0")
+    # torch: (1 - label_smoothing) * nll + ret * (label_smoothing / n_classes), each product by a number (MulBackward1)
+    a = _fused((1 - label_smoothing) * A[0], nll, fn="MulBackward1")
+    b = _fused(A[0] * (label_smoothing / n_classes), ret, fn="MulBackward1")
+    return a + b

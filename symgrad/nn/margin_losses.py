@@ -9,6 +9,7 @@ from typing import Any
 
 from ..eager import basic, functional
 from ..eager.composite import _named
+from ..eager.edges import set_edges
 from ..eager.grad_mode import no_grad
 from ..eager.tensor import Tensor
 from .losses import _check_reduction, _legacy, _reduce
@@ -55,8 +56,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, re
     _check_reduction(reduction)
     loss = (-input * target).exp().log1p()
     if reduction == "none":
-        return _named(loss, "SoftMarginLossBackward0")
-    return _reduce(loss, reduction, "SoftMarginLossBackward0")
+        return set_edges(_named(loss, "SoftMarginLossBackward0"), input)
+    return set_edges(_reduce(loss, reduction, "SoftMarginLossBackward0"), input)
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
@@ -92,7 +93,9 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     x1_dim, x2_dim = x1.dim(), x2.dim()
     output_dim = max(x1_dim, x2_dim)
     inner = 0 if output_dim == 1 else output_dim - 1
-    return _named((x1 - x2 + eps).norm(p, inner, keepdim=keepdim), "NormBackward1")
+    d = x1 - x2
+    shifted = set_edges(_named(d + eps, "AddBackward1"), d)      # torch adds the Python number in C++: AddBackward1
+    return set_edges(_named(shifted.norm(p, inner, keepdim=keepdim), "NormBackward1"), shifted)
 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,

@@ -12,6 +12,7 @@ from ..compiler.tracing import Tracer
 from ..core import dtypes
 from ..eager import basic
 from ..eager.composite import _named
+from ..eager.edges import set_edges
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..ops import REGISTRY
@@ -78,7 +79,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         h = h * basic.where(hit, weight.detach().reshape(1, dim), 0.0).sum(1, keepdim=True)
     keep = (z > 0) & ~hit
     per = basic.where(keep, h, 0.0).sum(1) / dim
-    return _finish(per, nframe, reduction, target.dim() == 0, "MultiMarginLossBackward0")
+    return set_edges(_finish(per, nframe, reduction, target.dim() == 0, "MultiMarginLossBackward0"), input)
 
 
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
@@ -108,7 +109,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     z = (1 - xt) + x.unsqueeze(1)
     keep = valid.unsqueeze(2) & ~is_target.unsqueeze(1) & (z > 0)
     per = basic.where(keep, z, 0.0).sum((1, 2)) / dim
-    return _finish(per, nframe, reduction, target.dim() <= 1, "MultilabelMarginLossBackward0")
+    return set_edges(_finish(per, nframe, reduction, target.dim() <= 1, "MultilabelMarginLossBackward0"), input)
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002

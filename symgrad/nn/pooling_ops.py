@@ -16,9 +16,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..eager.autograd import set_edges
 from ..eager.base import is_traced
 from ..eager.composite import _ALL, _arr, _index, _named, gather
+from ..eager.edges import set_edges
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..ops import REGISTRY

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from ...eager import basic, functional
-from ...eager.autograd import set_edges
 from ...eager.composite import _named
+from ...eager.edges import set_edges
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
 from .. import init
