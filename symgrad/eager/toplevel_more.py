@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core import dtypes
+from ..core import ranges as _ranges
 from .base import TensorBase, make_tensor
 from .basic import cat, maximum, where
 from .composite import _named
@@ -205,6 +206,7 @@ def set_num_threads(int: Any) -> None:  # noqa: A002  (torch's parameter name)
     if not isinstance(int, builtins.int) or isinstance(int, bool) or int <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     _STATE["threads"] = int
+    _ranges.set_num_threads(int)  # the chunking symgrad reproduces (torch's per-thread partial sums) follows it
 
 
 def get_num_threads() -> int:

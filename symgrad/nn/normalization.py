@@ -3,7 +3,12 @@ registry ops, in the form torch's CPU kernels evaluate them: statistics over the
 variance), then ``x * scale + shift`` (layer norm: ``(x * rstd - rstd * mean) * weight + bias``). The result
 reports torch's grad_fn (``NativeLayerNormBackward0``, ``NativeBatchNormBackward0``, ``NativeGroupNormBackward0``);
 its gradients are those of the composite. ``batch_norm`` in training updates the running statistics in place
-(unbiased variance, ``momentum * stat + (1 - momentum) * running`` in double as torch's CPU kernel)."""
+(unbiased variance, ``momentum * stat + (1 - momentum) * running`` as torch's CPU kernel).
+
+Eagerly, ``batch_norm``'s statistics, running statistics and result carry the bits of torch 2.13's CPU kernels
+(``aten/src/ATen/native/cpu/batch_norm_kernel.cpp`` as built for AVX2/AVX-512, where the compiler fuses
+multiply-adds): ``_torch_batch_stats``, ``_torch_affine``; the graph (and so the gradients' formulas) is the
+composite's, its nodes' values replaced by those bits."""
 from __future__ import annotations
 
 import math
@@ -14,8 +19,10 @@ import numpy as np
 
 from ..compiler.tracing import Tracer
 from ..core.errors import TracingError
-from ..eager.autograd import set_edges
+from ..core.ranges import _fma
+from ..core.ranges import get_num_threads as _torch_threads
 from ..eager.composite import _named
+from ..eager.edges import set_edges
 from ..eager.tensor import Tensor
 
 __all__ = ["layer_norm", "rms_norm", "batch_norm", "group_norm", "instance_norm"]
@@ -73,7 +80,8 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tenso
     if eps is None:
         eps = float(np.finfo(input.dtype.np).eps)
     dims = tuple(range(input.ndim - k, input.ndim))
-    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    ms = input.pow(2).mean(dims, keepdim=True)
+    out = input * set_edges(_named(ms + eps, "AddBackward1"), ms).rsqrt()   # torch's C++ add of a number
     return out if weight is None else out * weight
 
 
@@ -89,12 +97,91 @@ def _channel_view(t: Tensor, ndim: int) -> Tensor:
     return t.reshape([1, -1] + [1] * (ndim - 2))
 
 
-def _update_running(buf: Tensor, stat: Tensor, momentum: float) -> None:
-    """``buf = momentum * stat + (1 - momentum) * buf``, in double, untracked (torch's CPU update)."""
-    new = momentum * np.asarray(stat._data, dtype=np.float64).reshape(-1) + \
-        (1 - momentum) * buf._data.astype(np.float64)
+def _update_running(buf: Tensor, stat: np.ndarray, momentum: float, wide: bool = False) -> None:
+    """``buf = momentum * stat + (1 - momentum) * buf``, untracked, as torch's CPU update: ``momentum`` in
+    ``buf``'s dtype; ``wide``: ``stat`` is a double (the unbiased variance), so is its product and the sum."""
+    dt = buf._data.dtype.type
+    m = dt(momentum)
+    if wide:
+        new = np.float64(m) * np.asarray(stat, np.float64).reshape(-1) + ((dt(1) - m) * buf._data).astype(np.float64)
+    else:
+        new = m * np.asarray(stat, dt).reshape(-1) + (dt(1) - m) * buf._data
     buf._data[...] = new.astype(buf._data.dtype)
     buf._version.v += 1
+
+
+def _seq_sum(a: np.ndarray, axis: int) -> np.ndarray:
+    """The left-to-right sum along ``axis`` in double (torch's scalar ``acc_type`` accumulator)."""
+    return np.cumsum(np.asarray(a, np.float64), axis=axis).take(-1, axis=axis)
+
+
+def _torch_batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and sum of squared deviations of a C-contiguous float (N, C, *) array, with torch 2.13's
+    CPU rounding (``batch_norm_cpu_collect_stats_*_impl``).
+
+    With spatial dims each channel is summed in order (n, then the image) in a double accumulator; the mean is
+    rounded to the dtype, the squared deviations are products in the dtype (float64: the compiler pairs the image's
+    elements, and the odd last one is a fused multiply-add into the accumulator). Without them (``NC11 is also
+    channels last``) each of torch's threads adds its rows into a dtype buffer (``buffer + (x - mean)**2`` fused),
+    and the buffers are added in double; ``N`` no larger than the threads: in double (float64: fused)."""
+    dt = x.dtype.type
+    n0, c = x.shape[0], x.shape[1]
+    img = x.size // (n0 * c) if n0 * c else 0
+    count = n0 * img
+    if img > 1:
+        rows = x.reshape(n0, c, img)
+        mean = (_seq_sum(rows.transpose(1, 0, 2).reshape(c, count), 1) / count).astype(dt)
+        d = rows - mean[None, :, None]
+        sq = d * d
+        if dt is np.float64 and img % 2:
+            total = np.zeros(c)
+            for k in range(n0):  # per image: its pairs' products added in order, then the fused last element
+                total = _seq_sum(np.concatenate([total[:, None], sq[k, :, :-1]], axis=1), 1)
+                total = _fma(d[k, :, -1], d[k, :, -1], total, "float64")
+            return mean, total
+        return mean, _seq_sum(sq.transpose(1, 0, 2).reshape(c, count), 1).astype(dt)
+    rows = x.reshape(count, c)
+    threads = _torch_threads()
+    if count > threads:
+        chunk = -(-count // threads)
+        parts = [rows[t * chunk:(t + 1) * chunk] for t in range(threads) if t * chunk < count]
+        buf = np.stack([np.cumsum(p, axis=0, dtype=dt)[-1] for p in parts])  # rows added in order, in the dtype
+        mean = (_seq_sum(buf, 0) / count).astype(dt)
+        vbuf = []
+        for p in parts:
+            acc = np.zeros(c, dt)
+            for r in p - mean:
+                acc = _fma(r, r, acc, dt.__name__)
+            vbuf.append(acc)
+        return mean, _seq_sum(np.stack(vbuf), 0).astype(dt)
+    mean = (_seq_sum(rows, 0) / count).astype(dt)
+    d = rows - mean
+    if dt is not np.float64:  # a float product added to a double: nothing to fuse
+        return mean, _seq_sum(d * d, 0).astype(dt)
+    total = np.zeros(c)
+    for r in d:
+        total = _fma(r, r, total, "float64")
+    return mean, total
+
+
+def _torch_affine(x: np.ndarray, alpha: np.ndarray, mean: np.ndarray,
+                  bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """torch's per-channel ``beta = bias - mean * alpha`` and ``x * alpha + beta``, both fused multiply-adds."""
+    name = x.dtype.name
+    beta = _fma(-mean, alpha, np.zeros_like(alpha) if bias is None else bias, name)
+    shape = [1, -1] + [1] * (x.ndim - 2)
+    return beta, _fma(x, alpha.reshape(shape), beta.reshape(shape), name)
+
+
+def _exact(x: Any) -> bool:
+    """Whether ``batch_norm`` reproduces torch's bits for ``x``: an eager float32/float64 C-contiguous tensor."""
+    return not isinstance(x, Tracer) and x._data.dtype in (np.float32, np.float64) and x._data.flags.c_contiguous \
+        and x._data.size > 0 and x.ndim >= 2
+
+
+def _set(t: Tensor, value: np.ndarray) -> None:
+    """Give ``t`` (a composite's intermediate result) torch's bits for its value."""
+    t._data[...] = value.reshape(t._data.shape)
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
@@ -121,25 +208,42 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         raise TracingError("batch_norm in training mode updates running_mean / running_var in place, which a compiled "
                            "function cannot do: call the module's .eval() (running statistics), build it with "
                            "track_running_stats=False (batch statistics), or run this step eagerly")
+    exact = _exact(input)
+    dt = input._data.dtype.type
     if training:
         dims = (0,) + tuple(range(2, nd))
         n = math.prod(input.shape[d] for d in dims)
         mean = input.mean(dims, keepdim=True)
+        if exact:
+            m_bits, vs_bits = _torch_batch_stats(input._data)
+            _set(mean, m_bits)
         d = input - mean
         var_sum = (d * d).sum(dims, keepdim=True)
         invstd = (var_sum / n + eps).rsqrt()
-        if running_mean is not None or running_var is not None:
-            if running_mean is not None:
-                _update_running(running_mean, mean.detach(), momentum)
-            if running_var is not None:
-                vs = np.asarray(var_sum._data, dtype=np.float64)
-                _update_running(running_var, Tensor(vs / (n - 1)), momentum)  # n > 1: verified above
+        if exact:
+            _set(var_sum, vs_bits)
+            _set(invstd, (1.0 / np.sqrt((vs_bits / dt(n)).astype(np.float64) + eps)).astype(dt))
+        else:
+            m_bits, vs_bits = mean._data, var_sum._data
+        if running_mean is not None:
+            _update_running(running_mean, m_bits, momentum)
+        if running_var is not None:
+            _update_running(running_var, (np.asarray(vs_bits).reshape(-1) / dt(n - 1)).astype(np.float64), momentum,
+                            wide=True)  # n > 1: verified above
     else:
         mean = _channel_view(running_mean, nd)
         invstd = _channel_view((running_var + eps).rsqrt(), nd)
+        if exact and running_var._data.dtype == dt:
+            _set(invstd, dt(1) / np.sqrt(running_var._data + dt(eps)))
     scale = invstd if weight is None else invstd * _channel_view(weight, nd)
     shift = -(mean * scale) if bias is None else _channel_view(bias, nd) - mean * scale
-    return set_edges(_named(input * scale + shift, "NativeBatchNormBackward0"), input, weight, bias)
+    out = input * scale + shift
+    if exact and all(t is None or t._data.dtype == dt for t in (weight, bias, running_mean)):
+        alpha, mu = np.asarray(scale._data).reshape(-1), np.asarray(mean._data).reshape(-1)
+        beta, value = _torch_affine(input._data, alpha, mu, None if bias is None else bias._data.reshape(-1))
+        _set(shift, beta)
+        _set(out, value)
+    return set_edges(_named(out, "NativeBatchNormBackward0"), input, weight, bias)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
