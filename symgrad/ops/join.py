@@ -36,7 +36,8 @@ def _cat_infer(op: OpDef, *xs: Node, dim: int, out_dtype: str) -> Any:
 
 def _cat_eval(*xs: np.ndarray, dim: int, out_dtype: str) -> np.ndarray:
     xs = tuple(xs[i] for i in joined([x.shape for x in xs]))
-    return np.concatenate(xs, axis=dim, dtype=np.dtype(out_dtype), casting="unsafe")
+    # C order whatever the operands' layout, as torch's (which has no channels-last tensors here)
+    return np.ascontiguousarray(np.concatenate(xs, axis=dim, dtype=np.dtype(out_dtype), casting="unsafe"))
 
 
 def _cat_vjp(node: Node, g: Node) -> tuple:
@@ -82,7 +83,8 @@ def _stack_lower(node: Node, target: str, args: list[str]) -> list:
 
 stack = register(OpDef(
     "stack", "join", "StackBackward0",
-    lambda *xs, dim, out_dtype: np.stack(xs, axis=dim, dtype=np.dtype(out_dtype), casting="unsafe"), _stack_infer,
+    lambda *xs, dim, out_dtype: np.ascontiguousarray(np.stack(xs, axis=dim, dtype=np.dtype(out_dtype),
+                                                                casting="unsafe")), _stack_infer,
     vjp=_stack_vjp, lower=_stack_lower,
     display=lambda node, ins: call_expr("stack", *ins, dim=node.attr("dim")),
     doc="stack(tensors, dim) along a new dim, in the promoted `out_dtype`; the adjoint selects from the gradient",

@@ -478,3 +478,15 @@ def test_compiled_formulas_and_source():
     assert "argmax(x, dim=0)" in text  # traced, max(dim)'s indices are a node of the graph
     src = f.source(np.array([1.0, 2.0]), backend="numpy")
     assert "numpy.max(" in src and "numpy.isinf(" in src
+
+
+def _join_layouts(lib):
+    a = lib.tensor([[1.0, 2.0], [3.0, 4.0]])
+    b = lib.ones(2, 3, 4).permute(2, 0, 1)
+    outs = [lib.cat([a.t(), a[:, :1]], dim=1), lib.cat([a.t(), a.t()], dim=0), lib.cat([a.t()]),
+            lib.cat([b, b], dim=1), lib.stack([a.t(), a.t()]), lib.stack([b, b], dim=2)]
+    return [(o.stride(), o.is_contiguous(), o.view(-1).shape) for o in outs]
+
+
+def test_cat_and_stack_results_are_contiguous_as_torchs():
+    assert _join_layouts(sg) == _join_layouts(torch)
