@@ -99,3 +99,16 @@ def test_functional_without_weight_and_gradients_close(dtype: str) -> None:
     assert res[0][:3] == res[1][:3]
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(res[0][3], res[1][3], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(2, 3, 8), (4, 2, 5, 5), (3, 4, 7)], ids=str)
+def test_instance_norm_bits(dtype: str, shape: tuple) -> None:
+    """``InstanceNorm`` is torch's ``batch_norm`` of the input viewed as (1, N * C, *): the same bits."""
+    x0 = (np.random.default_rng(sum(shape)).standard_normal(shape) * 2 + 1).astype(dtype)
+    res = []
+    for lib in (sg, torch):
+        cls = lib.nn.InstanceNorm1d if len(shape) == 3 else lib.nn.InstanceNorm2d
+        m = cls(shape[1], affine=True, track_running_stats=True, dtype=getattr(lib, dtype))
+        res.append((_bits(m(lib.tensor(x0))), _bits(m.running_mean), _bits(m.running_var)))
+    assert res[0] == res[1]
