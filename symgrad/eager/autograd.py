@@ -301,8 +301,15 @@ def build_program(order: Sequence[Node], roots: Sequence[Node], wrt: Sequence[No
     log.debug("derived a backward program for %d nodes: differentiate %.1f ms, lower+emit %.1f ms (%s)",
               len(order), 1e3 * (t1 - t0), 1e3 * prog.build_s, prog.path)
     read_set = set(prog.reads)
-    saved = sorted({(pos[r], pos[v]) for r, v in pairs if r in pos and v in pos and pos[v] in read_set}, reverse=True)
-    return _Structure(prog, sorted(pos[i] for i in saving if i in pos), saved, [g is None for g in grads])
+    # torch's engine runs (checks, then frees) only the nodes on a path to an input it differentiates
+    run = {w.id for w in wrt} | set(cut)
+    for n in order:
+        if n.id not in run and any(x.id in run for x in n.inputs):
+            run.add(n.id)
+    saved = sorted({(pos[r], pos[v]) for r, v in pairs if r in pos and v in pos and pos[v] in read_set and r in run},
+                   reverse=True)
+    return _Structure(prog, sorted(pos[i] for i in saving if i in pos and i in run), saved,
+                      [g is None for g in grads])
 
 
 _FREED_MSG = (

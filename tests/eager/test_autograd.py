@@ -785,3 +785,25 @@ def test_zero_gradients_keep_torchs_sign(name, fn):
     (fn(torch, t) * up).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
     np.testing.assert_array_equal(np.signbit(x.grad.numpy()), np.signbit(t.grad.numpy()), err_msg=name)
+
+
+def _frees_only_what_it_ran(lib) -> list:
+    seen = []
+    a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = lib.tensor([0.5, -0.5], requires_grad=True)
+    for make in (lambda: a * 2, lambda: a.exp(), lambda: a * a, lambda: (a * b).sin()):
+        z = make()
+        w = a.exp()
+        u = w * b.sum()  # b's path and a's path: differentiating b alone leaves a's exp unrun (and unfreed)
+        calls = [(z, b, False), (z, [a, b], True), (z, [a, b], True), (u, b, False), (u, a, False)]
+        for out, wrt, unused in calls:
+            try:
+                got = lib.autograd.grad(out.sum(), wrt, allow_unused=unused)
+                seen.append([None if g is None else np.round(g.numpy(), 4).tolist() for g in got])
+            except RuntimeError as err:
+                seen.append(str(err)[:60])
+    return seen
+
+
+def test_grad_checks_and_frees_only_the_nodes_it_runs():
+    assert _frees_only_what_it_ran(sg) == _frees_only_what_it_ran(torch)
