@@ -34,7 +34,7 @@ from .create_graph import backward_create_graph
 from .edges import _EDGES, set_edges, torch_inputs  # noqa: F401  (set_edges: re-exported)
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .hooks import RemovableHandle, check_hook_result, hook_name
-from .record import SAVED_INPUTS
+from .record import MULTI_VIEWS, SAVED_INPUTS
 
 if TYPE_CHECKING:
     pass
@@ -60,7 +60,7 @@ class GradFn:
 
     @property
     def next_functions(self) -> tuple:
-        return tuple((None if x is None else _next_fn(x), 0) for x in torch_inputs(self._node))
+        return tuple((None, 0) if x is None else _edge(x) for x in torch_inputs(self._node))
 
     @property
     def requires_grad(self) -> bool:
@@ -145,6 +145,14 @@ def grad_fn_of(node: Node) -> GradFn:
     if node.fn is None:
         node.fn = _grad_fn_class(node.op.grad_fn_name(dict(node.attrs)))(node)
     return node.fn
+
+
+def _edge(node: Node) -> tuple[GradFn | None, int]:
+    """A ``next_functions`` entry: the grad_fn and which of its outputs (split's views: their number)."""
+    if node.requires_grad and node.op.name == "clone" and node.attr("saved"):
+        return _edge(node.inputs[0])
+    multi = MULTI_VIEWS.get(node)
+    return _next_fn(node), 0 if multi is None else multi[1]
 
 
 def _next_fn(node: Node) -> GradFn | None:

@@ -12,6 +12,7 @@ from ..core import dtypes
 from ..core.dtypes import DType
 from ..ops import REGISTRY, normalize_dims
 from ..ops.join import joined
+from .autograd import grad_fn_of
 from .base import _ALL_DIMS, TensorBase, _is_number, _py, _to_array, make_tensor
 from .record import MULTI_VIEWS, _apply
 from .return_types import RETURN_TYPES
@@ -209,9 +210,15 @@ def _pieces(t: Tensor, dim: int, sizes: Sequence[int], fn: str) -> tuple[Tensor,
 
 
 def _multi_views(views: list[Tensor], fn: str) -> tuple[Tensor, ...]:
+    shared = None
     for k, v in enumerate(views):
         if v._node is not None and v._node.op is REGISTRY["index"]:
             MULTI_VIEWS[v._node] = (fn.removesuffix("Backward0"), k)
+            # one torch node makes all the views: their grad_fn is one object
+            if shared is None:
+                shared = grad_fn_of(v._node)
+            else:
+                v._node.fn = shared
     return tuple(views)
 
 

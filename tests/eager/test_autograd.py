@@ -807,3 +807,19 @@ def _frees_only_what_it_ran(lib) -> list:
 
 def test_grad_checks_and_frees_only_the_nodes_it_runs():
     assert _frees_only_what_it_ran(sg) == _frees_only_what_it_ran(torch)
+
+
+def _multi_view_edges(lib) -> list:
+    a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    q, u, c = a.split(1, dim=1), a.unbind(1), a.chunk(2, dim=0)
+    seen = [q[0].grad_fn is q[1].grad_fn, u[0].grad_fn is u[1].grad_fn, c[0].grad_fn is c[1].grad_fn,
+            type(c[1].grad_fn).__name__]
+    for out in (q[0] + q[1], u[1] * u[0], lib.cat([c[1], c[0]]), (q[1] * 2).exp()):
+        edges = out.grad_fn.next_functions
+        seen.append([(type(f).__name__, k) for f, k in edges])
+        seen.append(edges[0][0] is edges[-1][0])
+    return seen
+
+
+def test_views_of_one_split_share_their_grad_fn_and_number_their_edges():
+    assert _multi_view_edges(sg) == _multi_view_edges(torch)
