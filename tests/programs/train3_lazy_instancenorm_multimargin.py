@@ -70,7 +70,7 @@ for step in range(5):
     loss.backward()
     opt.step()
     sched.step()
-    print(f"tags step {step}: {loss.item():.5f} lr {sched.get_last_lr()[0]:.4f}")
+    print(f"tags step {step}: {loss.item():.4f} lr {sched.get_last_lr()[0]:.4f}")  # 4 places: the head is a matmul
 index_targets = torch.tensor([[0, 2, -1], [1, -1, 0], [2, 1, 0]])
 scores = tag_head(feats[:3])
 print(F.multilabel_margin_loss(scores, index_targets), nn.MultiLabelMarginLoss(reduction="none")(scores, index_targets))
