@@ -120,3 +120,49 @@ def test_linalg_error_is_torch_class_shaped():
     with pytest.raises(sg.linalg.LinAlgError):
         sg.linalg.inv(sg.zeros(3, 3))
     assert issubclass(sg.linalg.LinAlgError, RuntimeError) and issubclass(torch.linalg.LinAlgError, RuntimeError)
+
+
+def _matmul_dtype_errors(lib) -> list:
+    seen = []
+
+    def attempt(fn, *args):
+        try:
+            out = fn(*args)
+            seen.append((tuple(out.shape), str(out.dtype)))
+        except (RuntimeError, TypeError, NotImplementedError) as err:
+            seen.append((type(err).__name__, str(err)))
+
+    F = lib.nn.functional
+    f32, f64 = lib.ones(2, 2), lib.ones(2, 2, dtype=lib.float64)
+    others = [lib.ones(2, 2, dtype=d) for d in (lib.int64, lib.int32, lib.int16, lib.int8, lib.uint8, lib.bool,
+                                                lib.float16, lib.float64)]
+    for o in others:
+        for a, b in ((f32, o), (o, f32), (f32[0], o[0]), (f32, o[0]), (f32[0], o), (f32[None], o[None]),
+                     (f32[None], o), (f32, o[None]), (o, o), (o[0], o[0]), (o, o[0]), (o[None], o[None])):
+            attempt(lib.matmul, a, b)
+        attempt(lib.bmm, f32[None], o[None])
+        attempt(lib.mm, o, f32)
+        attempt(lib.dot, f32[0], o[0])
+        attempt(lib.mv, o, f32[0])
+    for x, w, b in ((f64, f32, f64), (f32, f64, f32), (f32, f32, f64), (f32, f64, f64), (f64, f32, f32),
+                    (f64[0], f32, f32[0]), (lib.ones(3, 2, 2, dtype=lib.float64), f32, f32[0])):
+        attempt(F.linear, x, w, b)
+        attempt(F.linear, x, w)
+        if x.ndim == 2:
+            attempt(lib.addmm, b, x, w)
+    attempt(lib.nn.Linear(2, 2), f64)
+    attempt(lambda: lib.tensordot(f32, f64, dims=1))
+    attempt(lib.matmul, lib.ones(2, 3), lib.ones(4, 5, dtype=lib.float64))  # the shapes are checked first
+    attempt(lib.matmul, lib.ones(3), lib.ones(4, dtype=lib.float64))  # a dot: the dtypes first
+    attempt(lambda: f32 @ 2)
+    attempt(lambda: f32 @ [1.0, 2.0])
+    attempt(lambda: [1.0, 2.0] @ f32)
+    attempt(f32.matmul, [1.0, 2.0])
+    attempt(lib.matmul, f32, [1.0, 2.0])
+    attempt(lib.matmul, [1.0, 2.0], f32)
+    attempt(lambda: f32 @ np.ones((2, 3)))  # numpy's __rmatmul__ in torch: a promoted product
+    return seen
+
+
+def test_matmul_family_refuses_mixed_dtypes_as_torch():
+    assert _matmul_dtype_errors(sg) == _matmul_dtype_errors(torch)

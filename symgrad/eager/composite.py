@@ -19,6 +19,7 @@ from codegen.functions import IsNan
 
 from ..core import dtypes
 from ..ops import REGISTRY, A, normalize_dims
+from ..ops.linalg import check_matmul_dtypes
 from . import return_types
 from .base import _ALL_DIMS, TensorBase, _py, is_traced, make_tensor
 from .basic import _amax, _cast, _one_dim, nonzero
@@ -804,6 +805,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     if tuple(mat2.shape[:2]) != (b, k):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but got: "
                            f"[{mat2.shape[0]}, {mat2.shape[1]}].")
+    check_matmul_dtypes(input.dtype, mat2.dtype, 3, 3)
     return _apply(REGISTRY["matmul"], input, mat2, fn="BmmBackward0")
 
 

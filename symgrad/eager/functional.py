@@ -366,7 +366,9 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """``a @ b`` with torch's rules (1-D·1-D dot, matrix-vector, matrix-matrix, batched broadcasting)."""
-    return _t(a).matmul(b)
+    if not isinstance(a, Tensor):
+        raise TypeError(f"matmul(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
+    return a.matmul(b, 2)
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:

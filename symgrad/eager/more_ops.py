@@ -17,6 +17,7 @@ from codegen.functions import IsInf, IsNan
 
 from ..core import dtypes
 from ..ops import REGISTRY, A, normalize_dims
+from ..ops.linalg import check_addmm_dtypes
 from . import return_types
 from .base import TensorBase, is_traced, make_tensor
 from .basic import _cast, cat, tensor_like
@@ -294,8 +295,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     for name, m in (("mat1", m1), ("mat2", m2)):
         if m.ndim != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
-    p = m1 @ m2
     x = _t(input)
+    check_addmm_dtypes(x.dtype, m1.dtype, m2.dtype)
+    p = m1 @ m2
     np.broadcast_shapes(tuple(x.shape), tuple(p.shape))
     return _scaled_sum(x, p, beta, alpha, "AddmmBackward0")
 

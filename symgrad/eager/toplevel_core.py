@@ -368,6 +368,8 @@ def isreal(input: Tensor) -> Tensor:  # noqa: A002
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     """The sum of products over ``dims`` (a count of ``a``'s last / ``b``'s first dims, or two dim lists)."""
     a, b = _t(a), _t(b)
+    if a.dtype != b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
     if isinstance(dims, TensorBase):
         dims = dims.tolist()
     if isinstance(dims, (builtins.int, np.integer)):

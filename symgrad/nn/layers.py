@@ -16,6 +16,7 @@ from ..eager.edges import set_edges
 from ..eager.record import _apply
 from ..eager.tensor import Tensor
 from ..ops import REGISTRY, A
+from ..ops.linalg import check_addmm_dtypes
 from .padding import pad_mode
 
 __all__ = ["linear", "dropout", "normalize", "cosine_similarity", "pad", "one_hot"]
@@ -39,6 +40,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     is viewed as a matrix for one ``AddmmBackward0`` (bias, input, ``weight.t()``) and viewed back; without a bias
     ``MmBackward0`` (a vector unsqueezed and squeezed back, a batch viewed as a matrix and back)."""
     _need("linear", "input", input)
+    if isinstance(bias, Tensor) and isinstance(weight, Tensor):
+        check_addmm_dtypes(bias.dtype, input.dtype, weight.dtype)  # torch's addmm, with the bias as ``self``
     if _saved_hooks.STACK and bias is not None and input.ndim == 2:
         return _linear_packed(input, weight, bias)
     wt = weight.t()

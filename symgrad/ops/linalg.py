@@ -37,6 +37,36 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return out
 
 
+def check_matmul_dtypes(a: dtypes.DType, b: dtypes.DType, a_ndim: int, b_ndim: int) -> None:
+    """torch's error for operands of different dtypes (its matmul never promotes) or bool ones, worded by the
+    kernel the ranks pick: dot, addmv (a vector on the right), mm (a matrix on the right), bmm."""
+    if a_ndim == 1 and b_ndim == 1:
+        kernel = "dot"
+        msg = "dot : expected both vectors to have same dtype, but found {A} and {B}"
+    elif b_ndim == 1:
+        kernel = "addmv_impl_cpu"
+        msg = "addmv input tensors must have the same dtype, but got {B}, {A}, and {B}"
+    elif b_ndim == 2:
+        kernel = "addmm_impl_cpu_"
+        msg = (f"expected m1 and m2 to have the same dtype, but got: {dtypes.cpp_type_name(a)} != "
+               f"{dtypes.cpp_type_name(b)}")
+    else:
+        kernel = "bmm"
+        msg = "expected scalar type {A} but found {B}"
+    if a != b:
+        raise RuntimeError(msg.format(A=dtypes.torch_type_name(a), B=dtypes.torch_type_name(b)))
+    if a == dtypes.bool:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def check_addmm_dtypes(self: dtypes.DType, mat1: dtypes.DType, mat2: dtypes.DType) -> None:
+    """torch's addmm errors (also ``linear``'s, with the bias as ``self``): self against mat2 first."""
+    for name, d in (("self", self), ("mat1", mat1)):
+        if d != mat2:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got {dtypes.torch_type_name(d)} and "
+                               f"{dtypes.torch_type_name(mat2)}")
+
+
 def _grad_fn(at: dict) -> str:
     return at.get("fn", "MmBackward0")
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core import dtypes
 from ...ops import REGISTRY
-from ...ops.linalg import matmul_shape, torch_name
+from ...ops.linalg import check_matmul_dtypes, matmul_shape, torch_name
 from .. import composite as _composite
 from .. import math_ops as _math_ops
 from ..base import TensorBase, _arr, _is_number, _py
@@ -238,16 +238,31 @@ class MathMethods:
         nonzero = (self != 0).sum() if dim is None else (self != 0).sum(dim, keepdim=keepdim)
         return nonzero > 0
 
-    def matmul(self, other: Any) -> Tensor:
-        """``self @ other``: dot, matrix-vector, matrix-matrix or batched (broadcast) products."""
-        other = other if isinstance(other, TensorBase) else tensor_like(other, self)
-        matmul_shape(self._data.shape, other._data.shape)
+    def matmul(self, other: Any, _position: int = 1) -> Tensor:
+        """``self @ other``: dot, matrix-vector, matrix-matrix or batched (broadcast) products of one dtype."""
+        if not isinstance(other, TensorBase):
+            raise TypeError(f"matmul(): argument 'other' (position {_position}) must be Tensor, not "
+                            f"{type(other).__name__}")
+        a, b = self._data, other._data
+        if a.ndim == 1 and b.ndim == 1:  # torch's dot checks the dtypes first, the others the shapes
+            check_matmul_dtypes(self.dtype, other.dtype, 1, 1)
+        matmul_shape(a.shape, b.shape)
+        check_matmul_dtypes(self.dtype, other.dtype, a.ndim, b.ndim)
         return _apply(REGISTRY["matmul"], self, other, fn=torch_name(self.ndim, other.ndim))
 
-    __matmul__ = matmul
+    def __matmul__(self, other: Any) -> Any:
+        if isinstance(other, np.ndarray):  # torch leaves it to numpy's ``__rmatmul__``: a promoted product
+            other = tensor_like(other, self)
+            dt = dtypes.promote_types(self.dtype, other.dtype)
+            return self.to(dt).matmul(other.to(dt))
+        return self.matmul(other) if isinstance(other, TensorBase) else NotImplemented
 
-    def __rmatmul__(self, other: Any) -> Tensor:
-        return tensor_like(other, self).matmul(self)
+    def __rmatmul__(self, other: Any) -> Any:
+        if isinstance(other, np.ndarray):
+            other = tensor_like(other, self)
+            dt = dtypes.promote_types(self.dtype, other.dtype)
+            return other.to(dt).matmul(self.to(dt))
+        return NotImplemented
 
     def mm(self, other: Tensor) -> Tensor:
         if self.ndim != 2 or other.ndim != 2:
