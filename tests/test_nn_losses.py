@@ -229,3 +229,38 @@ def test_margin_loss_modules_and_errors_match_torch():
     x, y = np.linspace(-1, 1, 6).reshape(2, 3), np.linspace(0.5, 2, 6).reshape(2, 3)
     assert_close(sg.nn.CosineSimilarity(0)(sg.tensor(x), sg.tensor(y)),
                  torch.nn.CosineSimilarity(0)(torch.tensor(x), torch.tensor(y)))
+
+
+def _class_target_errors(lib) -> list:
+    F = lib.nn.functional
+    seen = []
+    cases = [
+        ("ce", lib.zeros(3, 4), lib.tensor([0.0, 1.0, 2.0]), {}),
+        ("ce", lib.zeros(3, 4), lib.tensor([0.0, 1.0, 2.0]), {"label_smoothing": 0.1}),
+        ("ce", lib.zeros(3, 4), lib.tensor([0, 1, 2], dtype=lib.int32), {}),
+        ("ce", lib.zeros(3, 4), lib.zeros(3, 5), {}),
+        ("ce", lib.zeros(3, 3), lib.zeros(3, 3, dtype=lib.int64), {}),
+        ("ce", lib.zeros(1), lib.tensor([0]), {}),
+        ("ce", lib.tensor(1.0), lib.tensor(0), {}),
+        ("nll", lib.zeros(3, 4), lib.tensor([0, 1, 2], dtype=lib.int16), {}),
+        ("nll", lib.zeros(3, 4), lib.tensor([0, 1, 2], dtype=lib.uint8), {}),
+        ("nll", lib.zeros(3, 4), lib.tensor([True, False, True]), {}),
+        ("nll", lib.zeros(3, 4), lib.tensor([0.0, 1.0]), {}),
+        ("nll", lib.zeros(3, 4), lib.zeros(3, 5), {}),
+        ("nll", lib.zeros(3, 4, 5), lib.zeros(3, 5, dtype=lib.int32), {}),
+        ("nll", lib.zeros(3, 4, 5), lib.zeros(3, 5, 2, dtype=lib.int64), {}),
+        ("nll", lib.zeros(4), lib.tensor(1, dtype=lib.int32), {}),
+        ("nll", lib.zeros(4), lib.zeros(1, 1, dtype=lib.int64), {}),
+        ("nll", lib.zeros(3, 4), lib.tensor(1), {}),
+    ]
+    for name, x, t, kw in cases:
+        fn = F.cross_entropy if name == "ce" else F.nll_loss
+        try:
+            seen.append(round(fn(x, t, **kw).item(), 4))
+        except (RuntimeError, ValueError, IndexError) as err:
+            seen.append((type(err).__name__, str(err)))
+    return seen
+
+
+def test_class_target_checks_in_torchs_order():
+    assert _class_target_errors(sg) == _class_target_errors(torch)

@@ -208,19 +208,24 @@ def _class_targets(input: Tensor, target: Any, ignore_index: int) -> Tensor:  # 
     """The target as a tensor of class indices, checked as torch checks it (values only when concrete:
     a traced target is an ordinary input of the compiled function)."""
     t = target if isinstance(target, Tensor) else tensor_like(target, input)
-    # sg.compile passes integer arrays as float64 arguments: a traced float target holds class numbers
-    if (t.is_floating_point() and not isinstance(t, Tracer)) or t.dtype is dtypes.bool:
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {dtypes.torch_type_name(t.dtype)}")
     if input.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
+    # torch's order: the batch size, the target's rank and shape, then its dtype
+    if input.ndim <= 2 and t.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if input.ndim == 1:
-        if t.ndim > 1 or (t.ndim == 1 and t.shape[0] != 1):
+        if t.ndim == 1 and t.shape[0] != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {t.shape[0]}")
     elif tuple(t.shape[:1]) != tuple(input.shape[:1]):
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({t.shape[0] if t.ndim else 0}).")
     elif tuple(t.shape) != tuple(input.shape[:1] + input.shape[2:]):
+        if input.ndim != 4:
+            raise RuntimeError(f"Expected target size {list(input.shape[:1] + input.shape[2:])}, got {list(t.shape)}")
         raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(t.shape)})")
+    # sg.compile passes integer arrays as float64 arguments: a traced float target holds class numbers
+    if t.dtype not in (dtypes.int64, dtypes.uint8) and not (t.is_floating_point() and isinstance(t, Tracer)):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {dtypes.torch_type_name(t.dtype)}")
     if not isinstance(t, Tracer):
         n_classes = input.shape[0] if input.ndim == 1 else input.shape[1]
         v = t._data
@@ -289,15 +294,15 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    probabilities = isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape)
+    if probabilities and not target.is_floating_point():  # torch: a target shaped as the input holds probabilities
+        raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                           f"{dtypes.torch_type_name(target.dtype)}")
     class_dim = 0 if input.ndim == 1 else 1
     n_classes = input.shape[class_dim]
     logp = input.log_softmax(class_dim)
     wshape = (n_classes,) + (1,) * (input.ndim - class_dim - 1)
-    traced_indices = isinstance(target, Tracer) and tuple(target.shape) != tuple(input.shape)
-    if isinstance(target, Tensor) and target.is_floating_point() and not traced_indices:
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"Expected target size {list(input.shape[:1]) + list(input.shape[2:])}, got "
-                               f"{list(target.shape)}")
+    if probabilities:
         t = target
         if label_smoothing > 0:
             t = _fused(A[0] * (1 - label_smoothing) + label_smoothing / n_classes, target)
