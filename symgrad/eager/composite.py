@@ -857,7 +857,10 @@ def _new(self: Tensor, data: np.ndarray, dtype: Any, requires_grad: bool) -> Ten
 
 
 def _size(size: tuple) -> tuple[int, ...]:
-    return tuple(size[0]) if len(size) == 1 and not isinstance(size[0], (int, np.integer)) else tuple(size)
+    shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], (int, np.integer)) else tuple(size)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    return shape
 
 
 def new_zeros(self: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:

@@ -71,9 +71,12 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
-def _fill(size: Sequence[Any], value: Any, dtype: Any, requires_grad: bool, name: str | None = None) -> Tensor:
+def _fill(size: Sequence[Any], value: Any, dtype: Any, requires_grad: bool, name: str | None = None,
+          fn: str = "") -> Tensor:
     shape = _shape_args(size)
     if any(s < 0 for s in shape):
+        if fn == "zeros":  # torch's zeros checks the sizes itself
+            raise RuntimeError("zeros: Dimension size must be non-negative.")
         raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
     d = _dt(dtype) or (dtypes.get_default_dtype() if isinstance(value, builtins.float) or value is None
                        else dtypes.result_type(value))
@@ -90,7 +93,7 @@ def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, name: str |
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, name: str | None = None, **_: Any) -> Tensor:
     """A tensor of zeros."""
     check_optional(_.get("device"))
-    return _fill(size, 0.0 if dtype is None else 0, dtype, requires_grad, name)
+    return _fill(size, 0.0 if dtype is None else 0, dtype, requires_grad, name, fn="zeros")
 
 
 def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
@@ -179,6 +182,9 @@ def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, requires_gr
 def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
     check_optional(_.get("device"))
     d = _dt(dtype) or dtypes.get_default_dtype()
+    for arg, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{arg} must be greater or equal to 0, got {v}")
     return _finish(np.eye(n, m, dtype=d.np), requires_grad)
 
 

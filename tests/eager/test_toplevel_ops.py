@@ -531,3 +531,20 @@ def _inplace_story(L):
 
 def test_inplace_methods_record_torch_nodes_and_errors():
     assert _inplace_story(sg) == _inplace_story(torch)
+
+
+def _negative_size_errors(lib) -> list:
+    seen = []
+    calls = [lambda: lib.zeros(-1), lambda: lib.zeros((3, -2)), lambda: lib.ones(2, -3), lambda: lib.empty(-1),
+             lambda: lib.eye(-1), lambda: lib.eye(2, -1), lambda: lib.ones(2).new_zeros(2, -1),
+             lambda: lib.ones(2).new_ones((-2,)), lambda: lib.ones(2).new_empty(-1), lambda: lib.eye(0, 3)]
+    for call in calls:
+        try:
+            seen.append(tuple(call().shape))
+        except RuntimeError as err:
+            seen.append(str(err))
+    return seen
+
+
+def test_negative_sizes_raise_torchs_errors():
+    assert _negative_size_errors(sg) == _negative_size_errors(torch)

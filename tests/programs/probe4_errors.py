@@ -1,0 +1,62 @@
+"""Common mistakes and the errors torch reports: shape mismatches, dtype mismatches, views, devices, leaf writes, optimizer misuse."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def attempt(label, fn):
+    try:
+        out = fn()
+        print(label, "ok", out if not isinstance(out, torch.Tensor) else tuple(out.shape))
+    except Exception as e:  # noqa: BLE001
+        print(label, type(e).__name__ + ":", str(e).split("\n")[0])
+
+
+a = torch.ones(2, 3)
+b = torch.ones(4, 5)
+attempt("matmul", lambda: a @ b)
+attempt("mm", lambda: torch.mm(a, b))
+attempt("add", lambda: a + b)
+attempt("cat", lambda: torch.cat([a, b]))
+attempt("view", lambda: a.t().view(6))
+attempt("view2", lambda: a.view(4, 2))
+attempt("reshape", lambda: a.reshape(5, -1))
+attempt("linear", lambda: nn.Linear(4, 2)(a))
+attempt("ce dtype", lambda: F.cross_entropy(torch.randn(3, 4), torch.tensor([0.0, 1.0, 2.0])))
+attempt("ce range", lambda: F.cross_entropy(torch.zeros(3, 4), torch.tensor([0, 1, 7])))
+attempt("mse shape", lambda: F.mse_loss(torch.zeros(3), torch.zeros(3, 1)))
+attempt("nll 1d", lambda: F.nll_loss(torch.zeros(3), torch.tensor([1, 0, 2])))
+attempt("long mm", lambda: torch.ones(2, 2, dtype=torch.long) @ torch.ones(2, 2))
+attempt("int grad", lambda: torch.ones(2, dtype=torch.int64, requires_grad=True))
+attempt("device", lambda: torch.ones(2).to("cuda"))
+attempt("squeeze dim", lambda: a.squeeze(5))
+attempt("index", lambda: a[3])
+attempt("index2", lambda: a[:, 7])
+attempt("item", lambda: a.item())
+attempt("numpy grad", lambda: torch.ones(2, requires_grad=True).numpy())
+attempt("conv in", lambda: nn.Conv2d(3, 8, 3)(torch.zeros(1, 1, 5, 5)))
+attempt("conv small", lambda: nn.Conv2d(1, 1, 7)(torch.zeros(1, 1, 5, 5)))
+attempt("bn", lambda: nn.BatchNorm1d(4)(torch.zeros(1, 4)))
+attempt("emb", lambda: nn.Embedding(5, 2)(torch.tensor([5])))
+attempt("emb float", lambda: nn.Embedding(5, 2)(torch.tensor([1.0])))
+attempt("optim empty", lambda: torch.optim.SGD([], lr=0.1))
+attempt("optim lr", lambda: torch.optim.Adam(nn.Linear(1, 1).parameters(), lr=-1))
+attempt("optim tensor", lambda: torch.optim.SGD(torch.ones(2, requires_grad=True), lr=0.1))
+x = torch.ones(3, requires_grad=True)
+attempt("leaf view", lambda: x[0].mul_(2))
+attempt("leaf fill", lambda: x.fill_(1))
+attempt("stack", lambda: torch.stack([torch.ones(2), torch.ones(3)]))
+attempt("expand", lambda: torch.ones(2, 3).expand(4, 3))
+attempt("permute", lambda: a.permute(0))
+attempt("transpose", lambda: a.transpose(0, 2))
+attempt("softmax", lambda: F.softmax(a, dim=2))
+attempt("gather", lambda: a.gather(1, torch.tensor([[0.0]])))
+attempt("bool sub", lambda: torch.tensor([True]) - torch.tensor([False]))
+attempt("div int", lambda: torch.tensor([1, 2]).div_(2))
+attempt("sum dtype", lambda: torch.tensor([1, 2]).mean())
+attempt("arange", lambda: torch.arange(0, 5, -1))
+attempt("randint", lambda: torch.randint(5, 2, (3,)))
+attempt("zeros neg", lambda: torch.zeros(-1))
+attempt("full", lambda: torch.full((2,), 1.5, dtype=torch.long))
+attempt("backward int", lambda: torch.tensor(1.0).backward())
+attempt("load strict", lambda: nn.Linear(2, 2).load_state_dict({"weight": torch.zeros(3, 2), "bias": torch.zeros(2)}))
