@@ -27,6 +27,7 @@ from ..derive.reverse import backward_graph
 from ..kernels import stats as _stats
 from ..kernels.program import EAGER_JIT_AFTER, Program
 from ..ops import source as _src
+from . import saved_attrs as _saved_attrs
 from . import saved_hooks as _saved_hooks
 from .anomaly_check import check_backward
 from .base import TensorBase, make_tensor
@@ -74,6 +75,21 @@ class GradFn:
     def register_prehook(self, fn: Callable) -> RemovableHandle:
         """``fn(grad_outputs)`` before this node's backward; a tuple it returns replaces ``grad_outputs``."""
         return _add_hook(_NODE_PRE, self._node, fn)
+
+    def __getattr__(self, name: str) -> Any:
+        # torch's saved values (``_saved_self``, ``_raw_saved_self``...): eager.saved_attrs
+        if name.startswith(("_saved_", "_raw_saved_")) and self._node is not None and type(self) is not AccumulateGrad:
+            try:
+                v = _saved_attrs.read(self._node, name)
+            except _saved_attrs.Freed:
+                raise RuntimeError(_FREED_MSG) from None
+            if v is not _saved_attrs.MISSING:
+                return v
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self) -> list[str]:
+        extra = [] if self._node is None or type(self) is AccumulateGrad else _saved_attrs.names(self._node)
+        return sorted(set(super().__dir__()) | set(extra))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"

@@ -12,6 +12,7 @@ from ..core import dtypes
 from ..core.dtypes import DType
 from ..ops import REGISTRY, normalize_dims
 from ..ops.join import joined
+from . import saved_attrs as _saved_attrs
 from .autograd import grad_fn_of
 from .base import _ALL_DIMS, TensorBase, _is_number, _py, _to_array, make_tensor
 from .record import MULTI_VIEWS, _apply
@@ -165,7 +166,7 @@ def _softmax(t: Tensor, name: str, dim: Any, dtype: Any) -> Tensor:
     if not t.is_floating_point():
         kernel = "lastdim_kernel_impl" if not dims or dims[0] == t.ndim - 1 else "kernel_impl"
         raise NotImplementedError(f"\"{name}_{kernel}\" not implemented for '{dtypes.torch_type_name(t.dtype)}'")
-    return _apply(REGISTRY[name], t, dims=dims)
+    return _saved_attrs.note_dims(_apply(REGISTRY[name], t, dims=dims), dim, dims)  # the dim as torch shows it
 
 
 def _logical(name: str, a: Tensor, b: Any, position: int = 1) -> Tensor:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..ops.index import index_op, normalize_index, torch_grad_fn
+from . import saved_attrs as _saved_attrs
 from .base import TensorBase, is_traced
 from .record import _apply
 
@@ -81,10 +82,17 @@ def _masks_to_arrays(index: Any, shape: tuple[int, ...]) -> tuple:
 
 def getitem(t: Any, index: Any) -> Any:
     bare_slice = isinstance(index, slice)
+    given = index
     # a boolean mask picks its true positions: integer arrays (a traced mask raises TracingError there)
     index = _masks_to_arrays(index, t._data.shape)
     spec = normalize_index(index, t._data.shape)
     fn = torch_grad_fn(spec, t._data.shape, bare_slice=bare_slice)
-    return _apply(index_op, t, index=spec, fn=fn)
+    out = _apply(index_op, t, index=spec, fn=fn)
+    # torch's IndexBackward0 saves the index tensors
+    if fn == "IndexBackward0" and out._node is not None:
+        _saved_attrs.note_indices(_saved_attrs.refuse_inference(out, given), given)
+    elif fn == "SelectBackward0" and out._node is not None:
+        _saved_attrs.note_select(out, given)
+    return out
 
 

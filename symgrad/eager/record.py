@@ -16,6 +16,7 @@ from ..ops import source as _src
 from ..ops.base import promotion_operands
 from ..ops.update import COPY_SLICES, WHOLE, index_put_op
 from . import anomaly
+from . import saved_attrs as _saved_attrs
 from . import saved_hooks as _saved_hooks
 from .base import _CONST, _LEAF, _SCALAR, TensorBase, _py, is_traced, make_tensor
 from .grad_mode import is_grad_enabled
@@ -205,15 +206,22 @@ def _apply(op: OpDef, *inputs: Any, _out_dtype: DType | None = None, **attrs: An
         if not out_dt.is_floating_point:
             return out
         nodes, saved = [], []
+        inference = False
         for x in inputs:
             nodes.append(_input_node(x))
-            saved.append((x._version.v, weakref.ref(x)) if isinstance(x, TensorBase) else None)
+            if isinstance(x, TensorBase):
+                saved.append((x._version.v, weakref.ref(x)))
+                inference = inference or x._version.inference
+            else:
+                saved.append(None)
         node = Node(op, tuple(nodes), tuple(sorted(attrs.items())) if len(attrs) > 1 else tuple(attrs.items()),
                     value.shape, out_dt, value=value, requires_grad=True)
         version = out._version
         node.storage = version
         node.version = version.v
         node.saved = tuple(saved)  # SAVED_INPUTS[node]
+        if inference:
+            _saved_attrs.check_inference(node, inputs)  # torch refuses to save an inference tensor
         out._node = node
         if _saved_hooks.STACK:
             _saved_hooks.pack_node(node, inputs, out)

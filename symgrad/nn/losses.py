@@ -17,6 +17,7 @@ import sympy as sp
 
 from ..compiler.tracing import Tracer
 from ..core import dtypes
+from ..eager import saved_attrs as _saved_attrs
 from ..eager import saved_hooks as _saved_hooks
 from ..eager.basic import _cast, tensor_like
 from ..eager.composite import _fused, _named
@@ -278,11 +279,27 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         if input.ndim in (3,) or input.ndim >= 5:
             loss = _fused(-A[0] * A[1], picked, w)
             return _apply(REGISTRY["reshape"], loss, shape=tuple(loss.shape), fn="ViewBackward0")
-        return set_edges(_fused(-A[0] * A[1], picked, w, fn=fn), input)
+        return _nll_saved(set_edges(_fused(-A[0] * A[1], picked, w, fn=fn), input), input, target, weight, None,
+                          ignore_index, reduction, picked)
     total = _fused(-A[0] * A[1], picked, w).sum()
     if reduction == "sum":
-        return set_edges(_named(total, fn), input)
-    return set_edges(_fused(A[0] / A[1], total, w.sum(), fn=fn), input)
+        return _nll_saved(set_edges(_named(total, fn), input), input, target, weight, w, ignore_index, reduction,
+                          picked)
+    return _nll_saved(set_edges(_fused(A[0] / A[1], total, w.sum(), fn=fn), input), input, target, weight, w,
+                      ignore_index, reduction, picked)
+
+
+def _nll_saved(out: Tensor, input: Tensor, target: Tensor, weight: Tensor | None, w: Tensor | None,  # noqa: A002
+               ignore_index: int, reduction: str, picked: Tensor) -> Tensor:
+    """Note what torch's ``NllLossBackward0`` saves (its ``_saved_*`` attributes): ``total_weight`` is the sum of
+    the sample weights (0 for ``'none'``), computed when read."""
+    if out._node is not None:
+        _saved_attrs.refuse_inference(out, input, target, weight)
+        total = (lambda: w.detach().sum()) if w is not None else (lambda: Tensor(np.zeros((), input._data.dtype)))
+        _saved_attrs.note(out, self=input, target=target, weight=weight, total_weight=total,
+                          ignore_index=ignore_index, reduction={"none": 0, "mean": 1, "sum": 2}[reduction],
+                          watch=picked._node.inputs[0] if picked._node is not None else out._node)
+    return out
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002

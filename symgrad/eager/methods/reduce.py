@@ -9,6 +9,7 @@ import numpy as np
 from ...core import dtypes
 from ...ops import REGISTRY, normalize_dims
 from .. import composite as _composite
+from .. import saved_attrs as _saved_attrs
 from ..base import _ALL_DIMS, _reduce_dims
 from ..basic import _amax, _argext, _cast, _extreme, _one_dim, _softmax
 from ..record import _apply
@@ -25,7 +26,9 @@ class ReductionMethods:
     def sum(self, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         t = self if dtype is None else _cast(self, dtypes.from_any(dtype))
         full, dim = _reduce_dims(dim)
-        return _apply(REGISTRY["sum"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=full)
+        dims = normalize_dims(dim, t.ndim)
+        out = _apply(REGISTRY["sum"], t, dims=dims, keepdim=keepdim, full=full)
+        return out if full else _saved_attrs.note_dims(out, dim, dims)  # torch's grad_fn shows the dim as written
 
     def mean(self, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         t = self if dtype is None else _cast(self, dtypes.from_any(dtype))
@@ -34,7 +37,9 @@ class ReductionMethods:
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                 f"dtype. Got: {dtypes.torch_type_name(t.dtype)}")
         full, dim = _reduce_dims(dim)
-        return _apply(REGISTRY["mean"], t, dims=normalize_dims(dim, t.ndim), keepdim=keepdim, full=full)
+        dims = normalize_dims(dim, t.ndim)
+        out = _apply(REGISTRY["mean"], t, dims=dims, keepdim=keepdim, full=full)
+        return out if full else _saved_attrs.note_dims(out, dim, dims)  # torch's grad_fn shows the dim as written
 
     def prod(self, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """Product over all elements, or over one ``dim``; the gradient is exact at zeros (as torch's)."""
