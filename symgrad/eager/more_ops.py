@@ -19,6 +19,7 @@ from ..core import dtypes
 from ..ops import REGISTRY, A, normalize_dims
 from ..ops.linalg import check_addmm_dtypes
 from . import return_types
+from . import saved_attrs as _saved_attrs
 from .base import TensorBase, is_traced, make_tensor
 from .basic import _cast, cat, tensor_like
 from .composite import _arr, _fused, _gather, _index, _named, _order, _vector_norm, narrow
@@ -286,7 +287,8 @@ def _scaled_sum(x: Tensor, prod: Tensor, beta: Any, alpha: Any, fn: str) -> Tens
         return _fused(alpha * A[0], prod, fn=fn) if prod.is_floating_point() else prod * alpha
     if not prod.is_floating_point():
         return x * beta + prod * alpha
-    return _fused(beta * A[0] + alpha * A[1], x, prod, fn=fn)
+    out = _fused(beta * A[0] + alpha * A[1], x, prod, fn=fn)
+    return out if alpha == 1 and beta == 1 else _saved_attrs.note(out, alpha=alpha, beta=beta)  # torch's _saved_alpha
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:  # noqa: A002

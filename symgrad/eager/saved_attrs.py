@@ -336,6 +336,41 @@ TABLE["NllLossBackward0"] = TABLE["NllLoss2DBackward0"] = {
     "target": _held("target"), "total_weight": _held("total_weight"), "weight": _held("weight")}
 
 
+def _swapped(node: Node) -> tuple[int, int]:
+    """A transpose's two dims (from its permutation)."""
+    moved = [i for i, d in enumerate(node.attr("dims")) if d != i]
+    return (moved[0], moved[1]) if len(moved) == 2 else (0, 0)
+
+
+def _inserted(node: Node) -> int:
+    """The dim an unsqueeze inserted / a squeeze removed: the first position whose removal gives the other shape."""
+    big, small = (node.shape, node.inputs[0].shape) if len(node.shape) > len(node.inputs[0].shape) else \
+        (node.inputs[0].shape, node.shape)
+    return next((i for i in range(len(big)) if big[:i] + big[i + 1:] == small), 0)
+
+
+_ALPHA = {"alpha": _attr("alpha", 1)}
+TABLE.update({
+    "AddBackward0": _ALPHA, "SubBackward0": _ALPHA, "RsubBackward0": _ALPHA, "RsubBackward1": _ALPHA,
+    "TransposeBackward0": {"dim0": lambda n: _swapped(n)[0], "dim1": lambda n: _swapped(n)[1]},
+    "PermuteBackward0": {"dims": lambda n: tuple(n.attr("dims"))},
+    "UnsqueezeBackward0": {"dim": _noted("dim", _inserted)},
+    "SqueezeBackward0": {"self_sym_sizes": _sizes()},
+    "SqueezeBackward1": {"dim": _inserted, "self_sym_sizes": _sizes()},
+    "ExpandBackward0": {"self_sym_sizes": _sizes()},
+    "CatBackward0": {"dim": _attr("dim")}, "StackBackward0": {"dim": _attr("dim")},
+    "CumsumBackward0": {"dim": _attr("dim")},
+    "WhereBackward0": {"condition": _t(0)},
+    "LeakyReluBackward0": {"negative_slope": _attr("negative_slope", 0.01), "self": _t(0)},
+    "GeluBackward0": {"approximate": _attr("approximate", "none"), "self": _t(0)},
+    "SiluBackward0": _SELF,
+    "MaximumBackward0": {"other": _t(1), "self": _t(0)}, "MinimumBackward0": {"other": _t(1), "self": _t(0)},
+    "AmaxBackward0": {"dim": _dim_tuple, "keepdim": _keepdim, **_RESULT, **_SELF},
+    "AminBackward0": {"dim": _dim_tuple, "keepdim": _keepdim, **_RESULT, **_SELF},
+    "MaxBackward1": {**_RESULT, **_SELF}, "MinBackward1": {**_RESULT, **_SELF},
+})
+
+
 def _spec(node: Node) -> dict[str, Callable]:
     spec = TABLE.get(node.op.grad_fn_name(dict(node.attrs)), {})
     extra = NOTES.get(node, {}).get("saved")

@@ -15,7 +15,8 @@ def _show(t, v, named: dict) -> object:
     """A comparable view of a saved value: tensors by the name of the object they are (or their values)."""
     if isinstance(v, t.Tensor):
         who = next((k for k, o in named.items() if o is v), None)
-        return ("T", who, tuple(v.shape), str(v.dtype).split(".")[-1], np.round(v.detach().numpy(), 5).tolist())
+        values = np.round(v.detach().numpy().astype(np.float64), 5).tolist()
+        return ("T", who, tuple(v.shape), str(v.dtype).split(".")[-1], values)
     if isinstance(v, tuple):
         return tuple(_show(t, x, named) for x in v)
     return (type(v).__name__, v)
@@ -48,6 +49,13 @@ def _cases(t) -> dict:
         "mse": F.mse_loss(x, w), "mse_sum": F.mse_loss(x, w, reduction="sum"),
         "nll": F.nll_loss(x, idx), "nll_sum": F.nll_loss(x, idx, reduction="sum"),
         "nll_none": F.nll_loss(x, idx, reduction="none"), "cross_entropy": F.cross_entropy(x, idx),
+        "add": x + w, "add_alpha": t.add(x, w, alpha=2), "sub_alpha": t.sub(x, w, alpha=3), "rsub": 1 - x,
+        "transpose": x.transpose(0, 1), "permute": x.permute(1, 0), "unsqueeze": x.unsqueeze(-1),
+        "unsqueeze_1": x[:1].unsqueeze(1), "squeeze": x.unsqueeze(0).squeeze(0), "expand": b[:4].expand(3, 4),
+        "cat": t.cat([x, w], 1), "stack": t.stack([x, w]), "where": t.where(x > 0.5, x, w),
+        "leaky_relu": F.leaky_relu(x, 0.1), "gelu": F.gelu(x), "silu": F.silu(x), "maximum": t.maximum(x, w),
+        "amax": x.amax(1), "max": x.max(), "cumsum": x.cumsum(1),
+        "addmm_scaled": t.addmm(b[:4], x.t(), w, beta=0.5, alpha=2),
     }
     out = {}
     for k, y in ops.items():

@@ -10,6 +10,7 @@ import numpy as np
 from ...core.dtypes import DType
 from ...ops import REGISTRY, normalize_dims
 from .. import composite as _composite
+from .. import saved_attrs as _saved_attrs
 from ..base import _infer_shape, _shape_args, _viewable
 from ..basic import _multi_views, _pieces, _reshape
 from ..record import _apply
@@ -77,7 +78,10 @@ class ShapeMethods:
         d = normalize_dims(dim, self.ndim + 1)[0]
         sh = list(self.shape)
         sh.insert(d, 1)
-        return _reshape(self, tuple(sh), "UnsqueezeBackward0")
+        out = _reshape(self, tuple(sh), "UnsqueezeBackward0")
+        if out._node is not None and (dim < 0 or (d > 0 and sh[d - 1] == 1)):  # the dim as torch's grad_fn shows
+            _saved_attrs.note(out, dim=dim)
+        return out
 
     def permute(self, *dims: Any) -> Tensor:
         dims = _shape_args(dims)
