@@ -83,6 +83,8 @@ class GradFn:
                 v = _saved_attrs.read(self._node, name)
             except _saved_attrs.Freed:
                 raise RuntimeError(_FREED_MSG) from None
+            except _saved_attrs.Modified as e:
+                raise modified_error(*e.args) from None
             if v is not _saved_attrs.MISSING:
                 return v
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")

@@ -18,7 +18,7 @@ from ..core.graph import Node
 from . import saved_hooks as _saved_hooks
 from .base import TensorBase, make_tensor
 
-__all__ = ["NOTES", "Freed", "SavedTensor", "check_inference", "names", "note", "note_dims", "note_indices",
+__all__ = ["NOTES", "Freed", "Modified", "SavedTensor", "check_inference", "names", "note", "note_dims", "note_indices",
            "note_select", "read", "refuse_inference"]
 
 _INFERENCE_MSG = (
@@ -38,6 +38,11 @@ NOTES: weakref.WeakKeyDictionary[Node, dict] = weakref.WeakKeyDictionary()
 
 class Freed(Exception):
     """A saved tensor read after the backward that freed it."""
+
+
+class Modified(Exception):
+    """A saved tensor read after an in-place write: ``args`` are the tensor, the version it was saved at and the
+    name of the node that saved it (for a saved result; None for an input)."""
 
 
 def note(out: Any, **values: Any) -> Any:
@@ -112,7 +117,18 @@ class _Src:
         if self.freed():
             raise Freed
         entry = self.packed()
-        return self.tensor() if entry is None else entry[2](entry[1])
+        if entry is not None:
+            return entry[2](entry[1])
+        t = self.tensor()
+        n = self.node
+        if self.k == -1:
+            expected, by = n.version, n.op.grad_fn_name(dict(n.attrs))
+        else:
+            rec = n.saved[self.k] if n.saved is not None and self.k < len(n.saved) else None
+            expected, by = (t._version.v if rec is None else rec[0]), None
+        if t._version.v != expected:
+            raise Modified(t, expected, by)
+        return t
 
 
 class _Held(_Src):

@@ -192,3 +192,26 @@ def test_inference_tensor_backward_raises_at_the_op(lib):
     assert x.grad.tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
         (c * x).sum().backward()
+
+
+def _modified(t) -> list:
+    x = t.rand(3, requires_grad=True)
+    out = []
+    g = x.exp()
+    fn = g.grad_fn
+    g.mul_(2)
+    a = x * 1
+    z = a * x
+    a.add_(1)
+    for read in (lambda: fn._saved_result, lambda: z.grad_fn._saved_self, lambda: z.grad_fn._saved_other is x):
+        try:
+            out.append(read())
+        except RuntimeError as e:
+            out.append(str(e))
+    return out
+
+
+def test_saved_tensor_modified_in_place():
+    mine = _modified(sg)
+    assert mine == _modified(torch)
+    assert "which is output 0 of Exp, is at version 1; expected version 0" in mine[0]
