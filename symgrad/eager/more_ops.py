@@ -300,7 +300,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     x = _t(input)
     check_addmm_dtypes(x.dtype, m1.dtype, m2.dtype)
     p = m1 @ m2
-    np.broadcast_shapes(tuple(x.shape), tuple(p.shape))
+    if tuple(x.shape) != tuple(p.shape):
+        x.detach().expand(p.shape)  # torch expands input to the product's shape: its errors
     return _scaled_sum(x, p, beta, alpha, "AddmmBackward0")
 
 

@@ -201,3 +201,18 @@ def test_inplace_methods_report_torch_grad_fn_and_gradients():
         grads.append(w.grad.numpy())
     assert reprs[0] == reprs[1]
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
+def test_addmm_input_expands_to_the_product_as_torch():
+    """addmm expands ``input`` to the product's shape (not a mutual broadcast): torch's expand errors."""
+    def run(t) -> list:
+        a, b = t.ones(4, 3), t.ones(3, 4)
+        out = []
+        for shape in ((5,), (3, 1), (1, 4), (2, 4, 4)):
+            try:
+                out.append(tuple(t.addmm(t.zeros(*shape), a, b).shape))
+            except RuntimeError as e:
+                out.append(str(e))
+        return out
+
+    assert run(sg) == run(torch)
