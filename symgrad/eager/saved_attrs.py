@@ -120,15 +120,18 @@ class _Src:
         if entry is not None:
             return entry[2](entry[1])
         t = self.tensor()
-        n = self.node
-        if self.k == -1:
-            expected, by = n.version, n.op.grad_fn_name(dict(n.attrs))
-        else:
-            rec = n.saved[self.k] if n.saved is not None and self.k < len(n.saved) else None
-            expected, by = (t._version.v if rec is None else rec[0]), None
-        if t._version.v != expected:
+        expected, by = self._expected(t)
+        if isinstance(t, TensorBase) and t._version.v != expected:
             raise Modified(t, expected, by)
         return t
+
+    def _expected(self, t: Any) -> tuple[int, str | None]:
+        """The version ``t`` was saved at, and the name of the node that saved it as its result (else None)."""
+        n = self.node
+        if self.k == -1:
+            return n.version, n.op.grad_fn_name(dict(n.attrs))
+        rec = n.saved[self.k] if n.saved is not None and self.k < len(n.saved) else None
+        return (t._version.v if rec is None else rec[0]), None
 
 
 class _Held(_Src):
@@ -146,6 +149,9 @@ class _Held(_Src):
 
     def tensor(self) -> Any:
         return self.held
+
+    def _expected(self, t: Any) -> tuple[int, str | None]:
+        return (t._version.v if isinstance(t, TensorBase) else 0), None
 
 
 class SavedTensor:
@@ -270,6 +276,12 @@ def _indices(node: Node) -> tuple:
     return tuple(out)
 
 
+def _tensors(get: Callable) -> Callable:
+    """``get`` marked as giving saved tensors (a ``_raw_saved_`` twin)."""
+    get.tensor = True  # type: ignore[attr-defined]
+    return get
+
+
 def _matmul(node: Node) -> Node | None:
     return _inner(node, "matmul")
 
@@ -320,7 +332,7 @@ TABLE: dict[str, dict[str, Callable]] = {
     "ClampBackward1": {"max": _attr("max"), "min": _attr("min"), "self": _t(0)},
     "ClampMinBackward0": {"min": _attr("min"), "self": _t(0)},
     "ClampMaxBackward0": {"max": _attr("max"), "self": _t(0)},
-    "IndexBackward0": {"indices": _indices, "self_sym_sizes": _sizes()},
+    "IndexBackward0": {"indices": _tensors(_indices), "self_sym_sizes": _sizes()},
     "SliceBackward0": {"dim": lambda n: _index_part(n)[0], "end": _slice(2, 2 ** 63 - 1), "self_sym_sizes": _sizes(),
                        "start": _slice(1, 0), "step": _slice(3, 1)},
     "SelectBackward0": {"dim": lambda n: _index_part(n)[0], "index": _noted("index", _slice(1, 0)),
@@ -384,6 +396,17 @@ TABLE.update({
     "AmaxBackward0": {"dim": _dim_tuple, "keepdim": _keepdim, **_RESULT, **_SELF},
     "AminBackward0": {"dim": _dim_tuple, "keepdim": _keepdim, **_RESULT, **_SELF},
     "MaxBackward1": {**_RESULT, **_SELF}, "MinBackward1": {**_RESULT, **_SELF},
+    "MaxBackward0": {"dim": _dim_int, "indices": _t(1), "keepdim": _keepdim, "self_sym_sizes": _sizes()},
+    "MinBackward0": {"dim": _dim_int, "indices": _t(1), "keepdim": _keepdim, "self_sym_sizes": _sizes()},
+    "ProdBackward0": {**_RESULT, **_SELF},
+    "LogsumexpBackward0": {"dim": _dim_tuple, "keepdim": _keepdim, **_RESULT, **_SELF},
+    "EluBackward0": {"alpha": _attr("alpha", 1.0), "input_scale": lambda n: 1, "scale": lambda n: 1, **_SELF},
+    "HardtanhBackward0": {"max_val": _attr("max_val", 1.0), "min_val": _attr("min_val", -1.0), **_SELF},
+    "DotBackward0": {"self": _t(0, 1), "tensor": _t(1, 0)},
+    "RepeatBackward0": {"repeats": _attr("repeats"), "self_sym_sizes": _sizes()},
+    "MaskedFillBackward0": {"mask": _t(1)},
+    "IndexSelectBackward0": {"dim": lambda n: next(d for d, p in enumerate(n.attr("index")) if p[0] == "a"),
+                             "index": _tensors(lambda n: _Held(_indices(n)[-1], n, n)), "self_sym_sizes": _sizes()},
 })
 
 
@@ -410,6 +433,8 @@ def read(node: Node, name: str) -> Any:
     if get is None or (raw and not getattr(get, "tensor", False)):
         return _MISSING
     v = get(node)
+    if raw and isinstance(v, tuple):  # ``_raw_saved_indices``: one SavedTensor per index tensor
+        return tuple(None if x is None else SavedTensor(_Held(x, node, node)) for x in v)
     if not isinstance(v, _Src):
         if raw:  # a saved tensor torch did not keep: its SavedTensor holds nothing
             return SavedTensor(_Src(node, -1, node)) if v is None else v

@@ -56,13 +56,16 @@ def _cases(t) -> dict:
         "leaky_relu": F.leaky_relu(x, 0.1), "gelu": F.gelu(x), "silu": F.silu(x), "maximum": t.maximum(x, w),
         "amax": x.amax(1), "max": x.max(), "cumsum": x.cumsum(1),
         "addmm_scaled": t.addmm(b[:4], x.t(), w, beta=0.5, alpha=2),
+        "max_dim": x.max(1)[0], "prod": x.prod(), "logsumexp": x.logsumexp(1), "elu": F.elu(x),
+        "hardtanh": F.hardtanh(x), "dot": v.dot(v), "repeat": x.repeat(2, 1),
+        "masked_fill": x.masked_fill(x > 0.5, 0.0), "index_select": x.index_select(1, t.tensor([0, 2])),
     }
     out = {}
     for k, y in ops.items():
         g = y.grad_fn
         names = sorted(a for a in dir(g) if a.startswith("_saved_"))
         out[k] = (g.name(), [(a, _show(t, getattr(g, a), {**named, "y": y})) for a in names],
-                  sorted(a for a in dir(g) if a.startswith("_raw_saved_") and a != "_raw_saved_indices"))
+                  sorted(a for a in dir(g) if a.startswith("_raw_saved_")))
     return out
 
 
