@@ -1,6 +1,6 @@
 """``torch.nn.functional``'s normalisations (``layer_norm``, ``batch_norm``, ``group_norm``) as composites of
 registry ops, in the form torch's CPU kernels evaluate them: statistics over the normalised dims (biased
-variance), then ``x * scale + shift`` (layer norm: ``(x * rstd - rstd * mean) * weight + bias``). The result
+variance), then ``x * scale + shift`` (layer norm: ``(x - mean) * rstd * weight + bias``). The result
 reports torch's grad_fn (``NativeLayerNormBackward0``, ``NativeBatchNormBackward0``, ``NativeGroupNormBackward0``);
 its gradients are those of the composite. ``batch_norm`` in training updates the running statistics in place
 (unbiased variance, ``momentum * stat + (1 - momentum) * running`` as torch's CPU kernel).
@@ -8,7 +8,8 @@ its gradients are those of the composite. ``batch_norm`` in training updates the
 Eagerly, ``batch_norm``'s statistics, running statistics and result carry the bits of torch 2.13's CPU kernels
 (``aten/src/ATen/native/cpu/batch_norm_kernel.cpp`` as built for AVX2/AVX-512, where the compiler fuses
 multiply-adds): ``_torch_batch_stats``, ``_torch_affine``; the graph (and so the gradients' formulas) is the
-composite's, its nodes' values replaced by those bits."""
+composite's, its nodes' values replaced by those bits. ``layer_norm``'s mean, variance, rstd and result carry
+the bits of ``layer_norm_kernel.cpp`` likewise (``_torch_row_moments``)."""
 from __future__ import annotations
 
 import math
@@ -40,9 +41,89 @@ def _moments(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor]:
     return mean, (d * d).mean(dims, keepdim=True)
 
 
+def _torch_row_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and biased variance of each row of a float (M, N) array with torch 2.13's CPU rounding
+    (``RowwiseMoments`` of ``aten/src/ATen/native/cpu/moments_utils.h``, vectors of 32 bytes as this build runs it).
+
+    Each lane of the vectors (8 floats, 4 doubles) runs Welford over chunks of 16 vectors (``m1 = fma(d, 1/(j+1),
+    m1)``, ``m2 = fma(d, x - m1, m2)``); the chunks are merged by a binary-counter cascade (``m1 + c * d`` unfused,
+    ``m2 = fma(d * c, d * m0, m2 + m2_add)``); the trailing ``N % lanes`` elements run a scalar Welford (unfused, a
+    division by the count), and the lanes are merged into it in order (``m1 = fma(c, d, m1)``,
+    ``m2 + fma(d * d * c, m0, m2_add)``)."""
+    dt = x.dtype.type
+    name = x.dtype.name
+    rows, n_all = x.shape
+    lanes = 32 // x.dtype.itemsize
+    n = n_all // lanes
+    vecs = x[:, :n * lanes].reshape(rows, n, lanes)
+    zero = np.zeros((rows, lanes), dt)
+    recip = [dt(1) / dt(j + 1) for j in range(16)]
+
+    def chunk_moments(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # block: (rows, chunks, k, lanes)
+        m1 = np.zeros(block.shape[:2] + block.shape[3:], dt)
+        m2 = np.zeros_like(m1)
+        for j in range(block.shape[2]):
+            xv = block[:, :, j]
+            d = xv - m1
+            m1 = _fma(d, recip[j], m1, name)
+            m2 = _fma(d, xv - m1, m2, name)
+        return m1, m2
+
+    full = n // 16
+    parts: list[tuple[int, np.ndarray, np.ndarray]] = []
+    if full:
+        f1, f2 = chunk_moments(vecs[:, :full * 16].reshape(rows, full, 16, lanes))
+        parts = [(16, f1[:, i], f2[:, i]) for i in range(full)]
+    if n % 16:
+        p1, p2 = chunk_moments(vecs[:, full * 16:].reshape(rows, 1, n % 16, lanes))
+        parts.append((n % 16, p1[:, 0], p2[:, 0]))
+
+    def merge(acc: list, m0_add: int, m1_add: np.ndarray, m2_add: np.ndarray) -> None:
+        m0 = acc[0]
+        tot = m0 + m0_add
+        c = dt(0) if tot == 0 else dt(m0_add) / dt(tot)
+        d = m1_add - acc[1]
+        acc[1] = acc[1] + c * d
+        acc[2] = _fma(d * c, d * dt(m0), acc[2] + m2_add, name)
+        acc[0] = tot
+
+    depth = max(int(len(parts) - 1).bit_length(), 1)  # torch's CeilLog2(m); slot 0 exists even when it is 0
+    stack = [[0, zero, zero] for _ in range(depth)]
+    for i, (cnt, m1, m2) in enumerate(parts):
+        merge(stack[0], cnt, m1, m2)
+        mask, j = i + 1, 1
+        while j < depth and mask & 1 == 0:
+            merge(stack[j], *stack[j - 1])
+            stack[j - 1] = [0, zero, zero]
+            mask >>= 1
+            j += 1
+    for j in range(1, depth):
+        merge(stack[0], *stack[j])
+    m0, m1, m2 = 0, np.zeros(rows, dt), np.zeros(rows, dt)
+    for i in range(n * lanes, n_all):  # the scalar tail
+        xi = x[:, i]
+        d = xi - m1
+        m0 += 1
+        m1 = m1 + d / dt(m0)
+        m2 = m2 + d * (xi - m1)
+    lane_m1, lane_m2 = stack[0][1], stack[0][2]
+    for k in range(lanes):
+        tot = m0 + n
+        c = dt(0) if tot == 0 else dt(n) / dt(tot)
+        d = lane_m1[:, k] - m1
+        m1 = _fma(c, d, m1, name)
+        m2 = m2 + _fma(d * d * c, dt(m0), np.ascontiguousarray(lane_m2[:, k]), name)
+        m0 = tot
+    return m1, m2 / dt(n_all)
+
+
 def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,  # noqa: A002
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """Normalise over the trailing ``normalized_shape`` dims, then ``* weight + bias`` (each optional)."""
+    """Normalise over the trailing ``normalized_shape`` dims, then ``* weight + bias`` (each optional).
+
+    Eagerly (float32 / float64, parameters of the input's dtype) the mean, variance, rstd and result carry torch
+    2.13's CPU bits: ``_torch_row_moments``, ``rstd = 1 / sqrt(var + eps)``, ``y = (x - mean) * rstd`` then
+    ``fma(y, weight, bias)`` (weight alone: ``fma(y, weight, 0)``; bias alone: ``fma(x - mean, rstd, bias)``)."""
     _need("layer_norm", input)
     shape = [int(normalized_shape)] if isinstance(normalized_shape, int) else [int(s) for s in normalized_shape]
     k = len(shape)
@@ -54,13 +135,33 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Ten
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {shape}")
     dims = tuple(range(input.ndim - k, input.ndim))
-    mean, var = _moments(input, dims)
+    exact = not isinstance(input, Tracer) and input._data.dtype in (np.float32, np.float64) and input._data.size > 0
+    if exact:
+        dt = input._data.dtype.type
+        x2 = np.ascontiguousarray(input._data).reshape(-1, math.prod(shape))
+        m_bits, v_bits = _torch_row_moments(x2)
+    mean = input.mean(dims, keepdim=True)
+    if exact:
+        _set(mean, m_bits)
+    d = input - mean
+    var = (d * d).mean(dims, keepdim=True)
     rstd = (var + eps).rsqrt()
-    out = input * rstd - rstd * mean
+    if exact:
+        _set(var, v_bits)
+        r_bits = dt(1) / np.sqrt(v_bits + dt(eps))
+        _set(rstd, r_bits)
+    out = y = d * rstd
+    exact = exact and all(t is None or t._data.dtype == dt for t in (weight, bias))
     if weight is not None:
         out = out * weight
+        if exact and bias is None:
+            _set(out, _fma(y._data, weight._data, np.zeros((), dt), dt.__name__))
     if bias is not None:
         out = out + bias
+        if exact:
+            name = dt.__name__
+            _set(out, _fma(y._data, weight._data, bias._data, name) if weight is not None else
+                 _fma(d._data, rstd._data, bias._data, name))
     return set_edges(_named(out, "NativeLayerNormBackward0"), input, weight, bias)
 
 
