@@ -186,15 +186,15 @@ def test_inference_tensors_cannot_be_saved():
     assert mine[2] == ("ok", True)
 
 
-@pytest.mark.parametrize("lib", [sg, torch], ids=["symgrad", "torch"])
-def test_inference_tensor_backward_raises_at_the_op(lib):
-    x = lib.rand(3, requires_grad=True)
-    with lib.inference_mode():
-        c = lib.ones(3)
+def test_inference_tensor_backward_raises_at_the_op():
+    x = sg.rand(3, requires_grad=True)
+    with sg.inference_mode():
+        c = sg.ones(3)
     (c + x).sum().backward()
     assert x.grad.tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
-        (c * x).sum().backward()
+        c * x
+    assert (c.clone() * x).grad_fn.name() == "MulBackward0"
 
 
 def _modified(t) -> list:
