@@ -9,7 +9,8 @@ Eagerly, ``batch_norm``'s statistics, running statistics and result carry the bi
 (``aten/src/ATen/native/cpu/batch_norm_kernel.cpp`` as built for AVX2/AVX-512, where the compiler fuses
 multiply-adds): ``_torch_batch_stats``, ``_torch_affine``; the graph (and so the gradients' formulas) is the
 composite's, its nodes' values replaced by those bits. ``layer_norm``'s mean, variance, rstd and result carry
-the bits of ``layer_norm_kernel.cpp`` likewise (``_torch_row_moments``)."""
+the bits of ``layer_norm_kernel.cpp`` likewise (``_torch_row_moments``), ``group_norm``'s those of
+``group_norm_kernel.cpp`` (the same moments per group, rstd in double, ``fma(scale, x, fma(-scale, mean, bias))``)."""
 from __future__ import annotations
 
 import math
@@ -32,13 +33,6 @@ __all__ = ["layer_norm", "rms_norm", "batch_norm", "group_norm", "instance_norm"
 def _need(name: str, x: Any) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
-
-
-def _moments(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor]:
-    """Mean and biased variance over ``dims`` (kept as size-1 dims)."""
-    mean = x.mean(dims, keepdim=True)
-    d = x - mean
-    return mean, (d * d).mean(dims, keepdim=True)
 
 
 def _torch_row_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -363,8 +357,20 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
     grouped = input.reshape(n, num_groups, -1)
-    mean, var = _moments(grouped, (2,))
+    exact = not isinstance(input, Tracer) and input._data.dtype in (np.float32, np.float64) and input._data.size > 0
+    if exact:  # torch 2.13's CPU bits (group_norm_kernel.cpp): RowwiseMoments per group, rstd in double
+        dt = input._data.dtype.type
+        m_bits, v_bits = _torch_row_moments(np.ascontiguousarray(input._data).reshape(n * num_groups, -1))
+        r_bits = (1.0 / np.sqrt(np.maximum(v_bits, 0).astype(np.float64) + eps)).astype(dt)
+    mean = grouped.mean((2,), keepdim=True)
+    if exact:
+        _set(mean, m_bits)
+    d = grouped - mean
+    var = (d * d).mean((2,), keepdim=True)
     rstd = (var + eps).rsqrt()
+    if exact:
+        _set(var, v_bits)
+        _set(rstd, r_bits)
     nd = input.ndim
     ones = [1] * (nd - 2)
     per = [n, num_groups, c // num_groups] + ones
@@ -373,7 +379,16 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     mean_c = mean.reshape([n, num_groups, 1] + ones).expand(per).reshape(full)
     scale = rstd_c if weight is None else rstd_c * _channel_view(weight, nd)
     shift = -(mean_c * scale) if bias is None else _channel_view(bias, nd) - mean_c * scale
-    return set_edges(_named(input * scale + shift, "NativeGroupNormBackward0"), input, weight, bias)
+    out = input * scale + shift
+    if exact and all(t is None or t._data.dtype == dt for t in (weight, bias)):
+        x = input._data
+        if weight is None and bias is None:  # (x - mean) * rstd
+            _set(out, (x.reshape(n, num_groups, -1) - m_bits.reshape(n, -1, 1)) * r_bits.reshape(n, -1, 1))
+        else:  # fma(scale, x, fma(-scale, mean, bias)) per channel
+            b = np.zeros((), dt) if bias is None else bias._data.reshape([1, -1] + ones)
+            _set(shift, _fma(-scale._data, mean_c._data, b, dt.__name__))
+            _set(out, _fma(scale._data, x, shift._data, dt.__name__))
+    return set_edges(_named(out, "NativeGroupNormBackward0"), input, weight, bias)
 
 
 def _verify_spatial_size(size: Sequence[int]) -> None:

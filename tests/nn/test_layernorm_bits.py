@@ -1,6 +1,7 @@
 """``F.layer_norm`` / ``nn.LayerNorm`` carry torch 2.13's CPU bits: the row moments (``RowwiseMoments``: Welford per
 vector lane over chunks, the chunks' cascade, the scalar tail, the lanes' merge), ``rstd`` and the output, for float32
-and float64, with and without weight / bias; gradients stay the composite's (close to torch's)."""
+and float64, with and without weight / bias; gradients stay the composite's (close to torch's). ``F.group_norm`` /
+``nn.GroupNorm`` likewise (the same moments per group, rstd in double, the per-channel fused affine)."""
 from __future__ import annotations
 
 from typing import Any
@@ -87,3 +88,40 @@ def test_weight_only_zero_rows(dtype: str) -> None:
     out = [_ln(lib, x0, 1, w0, None) for lib in (sg, torch)]
     assert out[0] == out[1]
     assert not np.signbit(np.frombuffer(out[0], dtype)).any()
+
+
+GN_CASES = [((4, 6, 10), 3), ((3, 8, 5, 7), 2), ((2, 4, 300), 4), ((5, 6), 3), ((2, 6, 400), 1), ((3, 4, 7), 4)]
+
+
+@pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", GN_CASES, ids=[f"{s}-{g}" for s, g in GN_CASES])
+def test_group_norm_bits(case: tuple, dtype: str, affine: str) -> None:
+    shape, groups = case
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+    w, b = rng.standard_normal(shape[1]).astype(dtype), rng.standard_normal(shape[1]).astype(dtype)
+    out = []
+    for lib in (sg, torch):
+        wt = lib.tensor(w) if affine in ("weight", "both") else None
+        bt = lib.tensor(b) if affine in ("bias", "both") else None
+        out.append(lib.nn.functional.group_norm(lib.tensor(x), groups, wt, bt).numpy().tobytes())
+    assert out[0] == out[1]
+
+
+def test_group_norm_module_and_grads() -> None:
+    """``nn.GroupNorm(2, 6)`` on a (3, 6, 5) input: torch's bits; gradients close to torch's."""
+    x0 = np.random.default_rng(8).standard_normal((3, 6, 5)).astype("float32")
+    res = []
+    for lib in (sg, torch):
+        m = lib.nn.GroupNorm(2, 6)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(np.linspace(-1, 2, 6, dtype="float32")))
+            m.bias.copy_(lib.tensor(np.linspace(1, -1, 6, dtype="float32")))
+        x = lib.tensor(x0, requires_grad=True)
+        y = m(x)
+        (y * y).sum().backward()
+        res.append((y.detach().numpy().tobytes(), x.grad.numpy(), m.weight.grad.numpy()))
+    assert res[0][0] == res[1][0]
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-4, atol=1e-5)
