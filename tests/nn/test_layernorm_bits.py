@@ -1,7 +1,8 @@
 """``F.layer_norm`` / ``nn.LayerNorm`` carry torch 2.13's CPU bits: the row moments (``RowwiseMoments``: Welford per
 vector lane over chunks, the chunks' cascade, the scalar tail, the lanes' merge), ``rstd`` and the output, for float32
 and float64, with and without weight / bias; gradients stay the composite's (close to torch's). ``F.group_norm`` /
-``nn.GroupNorm`` likewise (the same moments per group, rstd in double, the per-channel fused affine)."""
+``nn.GroupNorm`` likewise (the same moments per group, rstd in double, the per-channel fused affine); ``F.rms_norm``
+too."""
 from __future__ import annotations
 
 from typing import Any
@@ -125,3 +126,16 @@ def test_group_norm_module_and_grads() -> None:
     assert res[0][0] == res[1][0]
     np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("eps", [None, 1e-6])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES[:7], ids=[f"{s}-{k}" for s, k in CASES[:7]])
+def test_rms_norm_bits(case: tuple, dtype: str, eps: float | None) -> None:
+    """``F.rms_norm`` (torch's composite: ``x * rsqrt(mean(x**2) + eps) * weight``), with and without a weight."""
+    shape, k = case
+    x, w, _ = _data(shape, k, dtype, 0)
+    for weight in (None, w):
+        out = [lib.nn.functional.rms_norm(lib.tensor(x), list(w.shape), None if weight is None else lib.tensor(weight),
+                                          eps).numpy().tobytes() for lib in (sg, torch)]
+        assert out[0] == out[1]
