@@ -1,4 +1,4 @@
-"""Custom autograd.Function: needs_input_grad, mark_dirty, mark_non_differentiable, set_materialize_grads, once_differentiable, double backward, gradcheck."""
+"""Custom autograd.Function: needs_input_grad, mark_dirty / non_differentiable, materialize_grads, double backward."""
 import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable

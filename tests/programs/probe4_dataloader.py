@@ -1,7 +1,18 @@
-"""DataLoader with a custom Dataset: collate_fn, samplers (sequential, random, weighted, subset, batch), drop_last, random_split."""
+"""DataLoader with a custom Dataset: collate_fn, samplers (random, weighted, subset, batch), drop_last, random_split."""
 import torch
-from torch.utils.data import (BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler, Subset,
-                              SubsetRandomSampler, TensorDataset, WeightedRandomSampler, random_split, ConcatDataset)
+from torch.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    random_split,
+)
 
 
 class Squares(Dataset):

@@ -1,4 +1,4 @@
-"""Common mistakes and the errors torch reports: shape mismatches, dtype mismatches, views, devices, leaf writes, optimizer misuse."""
+"""Common mistakes and torch's errors: shapes, dtypes, views, devices, leaf writes, optimizer misuse."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,4 @@
-"""Grad modes (no_grad, enable_grad, set_grad_enabled, inference_mode as context and decorator) and dtype changes with .to / .type / .float / .long."""
+"""Grad modes (no_grad, enable_grad, set_grad_enabled, inference_mode) and dtype changes with .to / .type / .float."""
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,4 @@
-"""Autograd graph inspection: is_leaf, grad_fn names and next_functions, retain_grad, requires_grad_, _version, _base, in-place errors."""
+"""Autograd graph inspection: is_leaf, grad_fn and next_functions, retain_grad, requires_grad_, _version, _base."""
 import torch
 
 x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)

@@ -1,4 +1,4 @@
-"""More autograd graph inspection: grad_fn chains for common ops, saved tensors, metadata, node hooks, errors from backward."""
+"""More autograd graph inspection: grad_fn chains for common ops, saved tensors, metadata, node hooks, errors."""
 import torch
 
 a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)

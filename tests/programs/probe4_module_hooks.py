@@ -1,4 +1,4 @@
-"""Module hooks (pre/forward with kwargs, full backward and backward pre), named_modules/children/apply, state_dict hooks and load_state_dict results."""
+"""Module hooks (pre/forward with kwargs, full backward, backward pre), named_modules / apply, state_dict hooks."""
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,4 @@
-"""Param groups with their own lr / weight decay, SequentialLR, ChainedScheduler, ReduceLROnPlateau, gradient accumulation and clipping."""
+"""Param groups with own lr / weight decay, SequentialLR, ChainedScheduler, ReduceLROnPlateau, accumulation."""
 import torch
 import torch.nn as nn
 from torch.optim import lr_scheduler

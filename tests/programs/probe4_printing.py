@@ -1,4 +1,4 @@
-"""Tensor printing: printoptions (precision, sci_mode, threshold, edgeitems, linewidth, profiles), big/small values, ints, bools, 0-d, empty, parameters and modules with extra_repr."""
+"""Tensor printing: printoptions, big/small values, ints, bools, 0-d, empty, parameters and modules with extra_repr."""
 import torch
 import torch.nn as nn
 

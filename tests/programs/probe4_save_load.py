@@ -10,7 +10,7 @@ opt = torch.optim.Adam(model.parameters(), lr=0.01)
 x = torch.randn(16, 4)
 y = x.sum(dim=1, keepdim=True)
 
-for step in range(3):
+for _ in range(3):
     opt.zero_grad()
     loss = nn.functional.mse_loss(model(x), y)
     loss.backward()

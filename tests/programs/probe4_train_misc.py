@@ -1,4 +1,4 @@
-"""A small training script: decay / no-decay param groups, a custom Function activation with setup_context, global module hooks, parameters_to_vector, zero_grad(set_to_none=False), freezing."""
+"""A small training script: decay groups, a setup_context Function, global hooks, parameters_to_vector, freezing."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -38,7 +38,7 @@ class MLP(nn.Module):
 
 model = MLP()
 decay, no_decay = [], []
-for name, p in model.named_parameters():
+for name, _ in model.named_parameters():
     (no_decay if name.endswith("bias") or "norm" in name else decay).append(name)
 print("decay", decay)
 print("no_decay", no_decay)

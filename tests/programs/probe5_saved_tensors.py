@@ -26,7 +26,8 @@ h = F.linear(x, w.t(), b)
 g = h.grad_fn
 print(g.name(), g._saved_mat1 is x, g._saved_mat1_sym_sizes, g._saved_mat2_sym_strides, g._saved_alpha)
 mm = x.mm(w.detach())
-print("mm with a constant:", mm.grad_fn._saved_self, mm.grad_fn._saved_mat2_sym_sizes, mm.grad_fn._saved_mat2_sym_strides)
+print("mm with a constant:", mm.grad_fn._saved_self, mm.grad_fn._saved_mat2_sym_sizes,
+      mm.grad_fn._saved_mat2_sym_strides)
 
 rows = torch.tensor([2, 0])
 picked = x[rows]
@@ -45,7 +46,7 @@ mse = F.mse_loss(h, torch.ones(4, 2))
 print("mse:", mse.grad_fn._saved_reduction, mse.grad_fn._saved_self.shape)
 mse.backward()
 try:
-    mse.grad_fn._saved_self
+    _ = mse.grad_fn._saved_self
 except RuntimeError as e:
     print("after backward:", str(e)[:80])
 print("sizes survive:", s.grad_fn._saved_self_sym_sizes)

@@ -8,8 +8,8 @@ torch.manual_seed(0)
 # --- data: waiting times from a Gamma(2.5, 1.5)
 true = Gamma(torch.tensor(2.5), torch.tensor(1.5))
 times = true.sample((200,))
-print("data mean %.4f var %.4f" % (times.mean().item(), times.var().item()))
-print("true mean %.4f var %.4f" % (true.mean.item(), true.variance.item()))
+print(f"data mean {times.mean().item():.4f} var {times.var().item():.4f}")
+print(f"true mean {true.mean.item():.4f} var {true.variance.item():.4f}")
 
 # --- maximum likelihood on log-parameters
 log_conc = torch.zeros((), requires_grad=True)
@@ -24,7 +24,7 @@ for step in range(30):
     if step % 10 == 0:
         print(f"step {step:2d} nll {nll.item():.4f} concentration {log_conc.exp().item():.4f} "
               f"rate {log_rate.exp().item():.4f}")
-print("fitted entropy %.4f" % Gamma(log_conc.exp(), log_rate.exp()).entropy().item())
+print(f"fitted entropy {Gamma(log_conc.exp(), log_rate.exp()).entropy().item():.4f}")
 
 # --- variational Beta posterior for a coin's bias (in float64)
 flips = Bernoulli(torch.tensor(0.7, dtype=torch.float64)).sample((30,))
@@ -41,9 +41,10 @@ for step in range(21):
     (-elbo).backward()
     opt.step()
     if step % 10 == 0:
-        print(f"step {step:2d} elbo {elbo.item():.4f} q mean {q.mean.item():.4f} grad {raw.grad[0]:.4f} {raw.grad[1]:.4f}")
+        print(f"step {step:2d} elbo {elbo.item():.4f} q mean {q.mean.item():.4f} "
+              f"grad {raw.grad[0]:.4f} {raw.grad[1]:.4f}")
 q = Beta(F.softplus(raw[0]) + 0.1, F.softplus(raw[1]) + 0.1)
-print("posterior", q, "mean %.4f" % q.mean.item(), "exact %.4f" % ((2 + flips.sum()) / (4 + 30)).item())
+print("posterior", q, f"mean {q.mean.item():.4f}", f"exact {((2 + flips.sum()) / (4 + 30)).item():.4f}")
 
 # --- a few more seeded draws
 counts = Poisson(torch.tensor([0.5, 4.0, 12.0])).sample((3,))
